@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tollgate-dev/tollgate/engine"
+	"github.com/tollgate-dev/tollgate/gates"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+	"github.com/tollgate-dev/tollgate/schema"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+func toolVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+const usage = `tollgate: declarative performance scenarios for LLM serving, gated in CI.
+
+Usage:
+  tollgate run SCENARIO [flags]       run a scenario, write the report, judge the gates
+  tollgate validate SCENARIO...       load, validate and compile gates; sends nothing
+  tollgate schema scenario|report     print a JSON Schema
+  tollgate version                    print the version
+  tollgate help [COMMAND]             show help
+
+Exit codes:
+  0  ran; every gate passed
+  1  ran; at least one gate failed
+  2  invalid invocation or scenario; nothing was sent
+  3  the run could not complete or be judged (target unreachable, a gate errored)
+  130 interrupted; a partial report was written and marked incomplete
+
+Run 'tollgate help run' for the flags of run.
+`
+
+// Main is the whole CLI, minus os.Exit, so tests can call it in-process too.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ExitInvalid
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "validate":
+		return cmdValidate(args[1:], stdout, stderr)
+	case "schema":
+		return cmdSchema(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "tollgate %s\n", toolVersion())
+		return ExitPass
+	case "help", "-h", "--help":
+		if len(args) > 1 {
+			switch args[1] {
+			case "run":
+				fs, _ := runFlags(stderr)
+				fmt.Fprintf(stdout, "Usage: tollgate run SCENARIO [flags]\n\nFlags:\n%s", fs.FlagUsages())
+				return ExitPass
+			case "validate":
+				fs, _ := validateFlags(stderr)
+				fmt.Fprintf(stdout, "Usage: tollgate validate SCENARIO... [flags]\n\nFlags:\n%s", fs.FlagUsages())
+				return ExitPass
+			}
+		}
+		fmt.Fprint(stdout, usage)
+		return ExitPass
+	}
+	fmt.Fprintf(stderr, "tollgate: unknown command %q\n\n%s", args[0], usage)
+	return ExitInvalid
+}
+
+type runOptions struct {
+	jsonOut string
+	noGate  bool
+	sets    []string
+	quiet   bool
+}
+
+func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
+	o := &runOptions{}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.jsonOut, "json-out", "", "write the JSON report to `PATH` (atomically, after validating it against the report schema)")
+	fs.BoolVar(&o.noGate, "no-gate", false, "measure and report without judging the gates")
+	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set targets.route.activation_bytes=8192")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout; errors still go to stderr")
+	return fs, o
+}
+
+func validateFlags(stderr io.Writer) (*pflag.FlagSet, *[]string) {
+	var sets []string
+	fs := pflag.NewFlagSet("validate", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringArrayVar(&sets, "set", nil, "override a scenario value: `PATH=VALUE` (repeatable)")
+	return fs, &sets
+}
+
+// prepared is a scenario that loaded and whose gates compiled.
+type prepared struct {
+	sc    *scenarios.Scenario
+	gates *gates.Set
+}
+
+// prepare loads a scenario and compiles its gates against the report shape.
+// Every problem is printed with its position; ok is false if there were any.
+func prepare(path string, sets []string, compileGates bool, stderr io.Writer) (*prepared, bool) {
+	sc, err := scenarios.Load(path, scenarios.Options{Sets: sets, LookupEnv: os.LookupEnv})
+	if err != nil {
+		printLoadErrors(stderr, err)
+		return nil, false
+	}
+	p := &prepared{sc: sc, gates: &gates.Set{}}
+	if !compileGates {
+		return p, true
+	}
+	shape, err := engine.Shape(sc)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return nil, false
+	}
+	env, err := gates.Env(shape, sc.Vars)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return nil, false
+	}
+	set, problems := gates.Compile(gateSpecs(sc), env)
+	if len(problems) > 0 {
+		for _, pr := range problems {
+			fmt.Fprintln(stderr, pr.Error())
+		}
+		return nil, false
+	}
+	p.gates = set
+	return p, true
+}
+
+func printLoadErrors(w io.Writer, err error) {
+	var list scenarios.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			fmt.Fprintln(w, e.Error())
+		}
+		if len(list) > 1 {
+			fmt.Fprintf(w, "%d problems\n", len(list))
+		}
+		return
+	}
+	fmt.Fprintln(w, err)
+}
+
+func gateSpecs(sc *scenarios.Scenario) []gates.Spec {
+	out := make([]gates.Spec, 0, len(sc.Gates))
+	for _, g := range sc.Gates {
+		p := gates.Position{File: g.ExprPos.File, Line: g.ExprPos.Line, Col: g.ExprPos.Col,
+			Block: g.ExprBlock, Indent: g.ExprIndent, Quoted: g.ExprQuoted}
+		if g.ExprPos.Set != "" {
+			p.Where = g.ExprPos.String()
+		}
+		out = append(out, gates.Spec{Name: g.Name, Expr: g.Expr, Description: g.Description, Optional: g.Optional, Pos: p})
+	}
+	return out
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs, o := runFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return ExitPass
+		}
+		fmt.Fprintln(stderr, "run 'tollgate help run' for the flags")
+		return ExitInvalid
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "tollgate run: expected one SCENARIO file, got %d arguments\n", fs.NArg())
+		return ExitInvalid
+	}
+	path := fs.Arg(0)
+	p, ok := prepare(path, o.sets, !o.noGate, stderr)
+	if !ok {
+		return ExitInvalid
+	}
+	if o.jsonOut != "" {
+		if err := report.CheckWritable(o.jsonOut); err != nil {
+			fmt.Fprintf(stderr, "tollgate run: --json-out: %v\n", err)
+			return ExitInvalid
+		}
+	}
+	if o.quiet {
+		stdout = io.Discard
+	}
+
+	ctx, stop := signalContext(stderr)
+	defer stop()
+
+	opts := engine.Options{ToolVersion: toolVersion()}
+	rep := engine.New(p.sc, opts)
+	runErr := engine.Run(ctx, p.sc, rep, opts)
+	interrupted := ctx.Err() != nil
+
+	code := ExitPass
+	switch {
+	case interrupted:
+		rep.Status = report.StatusIncomplete
+		rep.Incomplete = true
+		code = ExitInterrupted
+	case o.noGate:
+		rep.Status = report.StatusNotGated
+	default:
+		env, err := gates.Env(rep, p.sc.Vars)
+		if err != nil {
+			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+			return ExitNotJudged
+		}
+		rep.Gates = p.gates.Evaluate(env)
+		rep.Status, code = verdict(rep.Gates)
+	}
+	if runErr != nil && !interrupted {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", runErr)
+		if code == ExitPass {
+			code = ExitNotJudged
+		}
+		if rep.Status != report.StatusFail {
+			rep.Status = report.StatusError
+		}
+	}
+
+	data, err := report.Marshal(rep)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		return ExitNotJudged
+	}
+	if o.jsonOut != "" {
+		if err := report.WriteFile(o.jsonOut, data); err != nil {
+			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+			return ExitNotJudged
+		}
+	}
+	if err := report.Summary(stdout, rep); err != nil {
+		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
+		if code == ExitPass {
+			code = ExitNotJudged
+		}
+	}
+	if o.jsonOut != "" && !o.quiet {
+		fmt.Fprintf(stdout, "report: %s\n", o.jsonOut)
+	}
+	return code
+}
+
+// verdict folds gate results into the report status and the exit code. A
+// failed gate outranks an errored one: the run was judged and it regressed.
+func verdict(results []report.GateResult) (string, int) {
+	failed, errored := false, false
+	for _, g := range results {
+		if g.Optional {
+			continue
+		}
+		switch g.Status {
+		case report.StatusFail:
+			failed = true
+		case report.StatusError:
+			errored = true
+		}
+	}
+	switch {
+	case failed:
+		return report.StatusFail, ExitGateFailed
+	case errored:
+		return report.StatusError, ExitNotJudged
+	}
+	return report.StatusPass, ExitPass
+}
+
+// signalContext is canceled by the first SIGINT/SIGTERM, so the run stops
+// sending and writes what it has; a second signal exits at once.
+func signalContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			fmt.Fprintln(stderr, "tollgate: interrupted; finishing the partial report (interrupt again to quit now)")
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-ch:
+			os.Exit(ExitInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	fs, sets := validateFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return ExitPass
+		}
+		return ExitInvalid
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "tollgate validate: expected at least one SCENARIO file")
+		return ExitInvalid
+	}
+	code := ExitPass
+	for _, path := range fs.Args() {
+		p, ok := prepare(path, *sets, true, stderr)
+		if !ok {
+			code = ExitInvalid
+			continue
+		}
+		names := make([]string, 0, len(p.sc.Runs))
+		for _, r := range p.sc.Runs {
+			names = append(names, r.Name)
+		}
+		fmt.Fprintf(stdout, "%s: ok — %d runs (%s), %d phases, %d gates\n", path, len(p.sc.Runs),
+			strings.Join(names, ", "), len(p.sc.Phases), len(p.gates.Gates))
+	}
+	return code
+}
+
+func cmdSchema(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: tollgate schema scenario|report")
+		return ExitInvalid
+	}
+	var b []byte
+	switch args[0] {
+	case "scenario":
+		b = schema.Scenario()
+	case "report":
+		b = schema.Report()
+	default:
+		fmt.Fprintf(stderr, "tollgate schema: unknown schema %q (scenario or report)\n", args[0])
+		return ExitInvalid
+	}
+	if _, err := stdout.Write(b); err != nil {
+		fmt.Fprintf(stderr, "tollgate schema: %v\n", err)
+		return ExitNotJudged
+	}
+	return ExitPass
+}

@@ -1,0 +1,168 @@
+// Package engine runs a loaded scenario: every run's phases against its
+// target, collected into a report.
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/seam"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// Options for a run.
+type Options struct {
+	ToolVersion string
+	// Now is the wall clock for report timestamps (tests pin it).
+	Now func() time.Time
+}
+
+// ErrRunFailed marks a report with at least one run that could not complete.
+var ErrRunFailed = errors.New("a run could not complete")
+
+// New returns an empty report for a scenario, with every run present and
+// status unset, ready for Run to fill.
+func New(sc *scenarios.Scenario, opts Options) *report.Report {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	r := &report.Report{
+		SchemaVersion: report.SchemaVersion,
+		Tool:          report.Tool{Name: "tollgate", Version: opts.ToolVersion},
+		Scenario: report.ScenarioInfo{
+			Name: sc.Name, Description: sc.Description, File: sc.File, SHA256: sc.SHA256, Vars: sc.Vars,
+		},
+		Host:      HostFacts(),
+		StartedAt: now().UTC(),
+		Runs:      map[string]*report.Run{},
+		Gates:     []report.GateResult{},
+	}
+	for _, run := range sc.Runs {
+		r.RunOrder = append(r.RunOrder, run.Name)
+	}
+	return r
+}
+
+// Run executes every run of the scenario in order and fills r. A run that
+// fails is recorded with its error and the others still run; the returned
+// error wraps ErrRunFailed, or is the context's error when interrupted.
+func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Options) error {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	var failed []string
+	for _, run := range sc.Runs {
+		if err := ctx.Err(); err != nil {
+			r.EndedAt = now().UTC()
+			return err
+		}
+		rr, err := runOne(ctx, run, sc.Samples)
+		if rr == nil {
+			rr = &report.Run{Phases: map[string]*report.Phase{}}
+		}
+		decorate(rr, run)
+		if err != nil {
+			rr.Status = "error"
+			rr.Error = err.Error()
+			failed = append(failed, fmt.Sprintf("%s: %v", run.Name, err))
+		}
+		r.Runs[run.Name] = rr
+	}
+	r.EndedAt = now().UTC()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w: %s", ErrRunFailed, strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+func runOne(ctx context.Context, run *scenarios.Run, samples bool) (*report.Run, error) {
+	switch run.Target.Kind {
+	case scenarios.KindSeam:
+		return seam.Run(ctx, run, samples)
+	}
+	return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
+}
+
+func decorate(rr *report.Run, run *scenarios.Run) {
+	rr.Name = run.Name
+	rr.Params = map[string]string{}
+	for _, p := range run.Params {
+		rr.Params[p.Key] = p.Value
+	}
+	t := run.Target
+	rr.Target = report.Target{Name: t.Name, Kind: t.Kind}
+	if t.Seam != nil {
+		rr.Target.Description = t.Seam.Description
+		rr.Target.Config = t.Seam
+	}
+	if rr.Status == "" {
+		rr.Status = "ok"
+	}
+	if rr.Phases == nil {
+		rr.Phases = map[string]*report.Phase{}
+	}
+	if rr.PhaseOrder == nil {
+		rr.PhaseOrder = []string{}
+	}
+}
+
+// Shape returns a report with the shape a real run of sc will have: every
+// run, phase and metric present. Gates are checked against it when the
+// scenario loads, so a misspelt run or metric fails before anything is sent.
+func Shape(sc *scenarios.Scenario) (*report.Report, error) {
+	r := New(sc, Options{Now: func() time.Time { return time.Time{} }})
+	for _, run := range sc.Runs {
+		var rr *report.Run
+		var err error
+		switch run.Target.Kind {
+		case scenarios.KindSeam:
+			// The seam target is deterministic and costs microseconds, so
+			// its shape is simply its result.
+			rr, err = seam.Run(context.Background(), run, sc.Samples)
+		default:
+			err = fmt.Errorf("target kind %q has no driver", run.Target.Kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", run.Name, err)
+		}
+		decorate(rr, run)
+		r.Runs[run.Name] = rr
+	}
+	return r, nil
+}
+
+// HostFacts describes the client machine.
+func HostFacts() report.Host {
+	h := report.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUCores: runtime.NumCPU(), GoVersion: runtime.Version()}
+	h.Hostname, _ = os.Hostname()
+	h.CPUModel = cpuModel()
+	return h
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

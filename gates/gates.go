@@ -1,0 +1,557 @@
+// Package gates compiles expr-lang gate expressions against the report's
+// shape and evaluates them over a finished report.
+//
+// Two rewrites make gates strict: every member access (a.b, a["b"]) reads
+// through a function that errors when the key is absent, so a missing run,
+// metric or statistic can never turn into a silent nil and a passing gate;
+// and every comparison records both of its sides, so a verdict always comes
+// with the values that decided it.
+package gates
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// Spec is a gate as written in the scenario.
+type Spec struct {
+	Name        string
+	Expr        string
+	Description string
+	Optional    bool
+	Pos         Position
+}
+
+// Position locates a gate's expression text in its file, so a compile error
+// inside the expression points at the right line and column.
+type Position struct {
+	File      string
+	Line, Col int
+	// Block is true for | and > scalars: the text starts on the next line, at Indent.
+	Block  bool
+	Indent int
+	// Quoted is true for "..." and '...' scalars: the text starts one column right.
+	Quoted bool
+	// Where is used verbatim when set (e.g. "--set gates.0.expr=...").
+	Where string
+}
+
+// at maps a 1-based line and 0-based column inside the expression to the file.
+func (p Position) at(line, col int) string {
+	if p.Where != "" {
+		return p.Where
+	}
+	if p.Line == 0 {
+		return p.File
+	}
+	switch {
+	case p.Block:
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line+line, p.Indent+col+1)
+	case line <= 1:
+		q := 0
+		if p.Quoted {
+			q = 1
+		}
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col+q+col)
+	default:
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line+line-1, col+1)
+	}
+}
+
+// Problem is a gate that cannot be compiled or names something the report will not have.
+type Problem struct {
+	Where string
+	Gate  string
+	Msg   string
+}
+
+func (p Problem) Error() string { return fmt.Sprintf("%s: gate %q: %s", p.Where, p.Gate, p.Msg) }
+
+// Gate is a compiled gate.
+type Gate struct {
+	Spec
+	prog *vm.Program
+}
+
+// Set is the compiled gates of a scenario.
+type Set struct{ Gates []*Gate }
+
+// helperNames are the functions gates may call beyond expr's builtins.
+var helperNames = []string{"run", "ratio", "pct", "samples", "distinct", "within"}
+
+// Compile compiles every gate against shape (a report-shaped environment
+// from Env) and evaluates each once over it: an expression that does not
+// compile, or that reads a run, phase or metric the shape lacks, is a Problem.
+func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
+	set := &Set{}
+	var problems []Problem
+	for _, s := range specs {
+		rec := &recorder{}
+		env := withHelpers(shape, rec)
+		src := &sources{text: map[ast.Node]string{}}
+		prog, err := expr.Compile(s.Expr, expr.Env(env), expr.Patch(src), expr.Patch(&strict{src: src}), expr.Optimize(false))
+		if err != nil {
+			problems = append(problems, compileProblem(s, err))
+			continue
+		}
+		if _, err := expr.Run(prog, env); err != nil && len(rec.missing) > 0 {
+			problems = append(problems, Problem{Where: s.Pos.at(1, 0), Gate: s.Name, Msg: rec.missing[0]})
+			continue
+		}
+		set.Gates = append(set.Gates, &Gate{Spec: s, prog: prog})
+	}
+	return set, problems
+}
+
+func compileProblem(s Spec, err error) Problem {
+	msg := err.Error()
+	where := s.Pos.at(1, 0)
+	if fe, ok := err.(*file.Error); ok {
+		where = s.Pos.at(fe.Line, fe.Column)
+		msg = fe.Message
+		if fe.Snippet != "" {
+			msg += fe.Snippet
+		}
+	}
+	msg = strings.ReplaceAll(msg, "__get(", "(")
+	return Problem{Where: where, Gate: s.Name, Msg: msg}
+}
+
+// Env turns a report into the environment gates see: the report's JSON
+// shape (runs, scenario, host, …) plus vars. Gate results and the overall
+// status are left out: a gate cannot depend on another gate.
+func Env(r *report.Report, vars map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("gates: encoding report: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("gates: decoding report: %w", err)
+	}
+	delete(m, "gates")
+	delete(m, "status")
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	vb, err := json.Marshal(vars)
+	if err != nil {
+		return nil, fmt.Errorf("gates: encoding vars: %w", err)
+	}
+	var vm map[string]any
+	if err := json.Unmarshal(vb, &vm); err != nil {
+		return nil, fmt.Errorf("gates: decoding vars: %w", err)
+	}
+	m["vars"] = vm
+	return m, nil
+}
+
+// Evaluate runs every gate over env (from Env) and returns their verdicts in order.
+func (s *Set) Evaluate(env map[string]any) []report.GateResult {
+	out := make([]report.GateResult, 0, len(s.Gates))
+	for _, g := range s.Gates {
+		out = append(out, g.evaluate(env))
+	}
+	return out
+}
+
+const maxObservations = 16
+
+func (g *Gate) evaluate(data map[string]any) (res report.GateResult) {
+	res = report.GateResult{Name: g.Name, Expr: g.Expr, Description: g.Description, Optional: g.Optional}
+	rec := &recorder{}
+	v, err := expr.Run(g.prog, withHelpers(data, rec))
+	res.Observations = rec.observations()
+	switch {
+	case err != nil:
+		res.Status = report.StatusError
+		res.Message = cleanRuntimeError(err)
+	default:
+		b, ok := v.(bool)
+		if !ok {
+			res.Status = report.StatusError
+			res.Value = v
+			res.Message = fmt.Sprintf("a gate must be true or false, but this one is %T %v", v, v)
+			return res
+		}
+		res.Value = b
+		if b {
+			res.Status = report.StatusPass
+		} else {
+			res.Status = report.StatusFail
+			res.Message = failMessage(res.Observations)
+		}
+	}
+	return res
+}
+
+func cleanRuntimeError(err error) string {
+	msg := err.Error()
+	if fe, ok := err.(*file.Error); ok {
+		msg = fe.Message
+	}
+	return strings.ReplaceAll(msg, "__get(", "(")
+}
+
+func failMessage(obs []report.Observation) string {
+	var parts []string
+	for _, o := range obs {
+		if !o.Result {
+			parts = append(parts, fmt.Sprintf("%s: %s %s %s is false", o.Expr, show(o.Left), o.Op, show(o.Right)))
+		}
+	}
+	if len(parts) == 0 {
+		return "the expression is false"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func show(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', 8, 64)
+	case nil:
+		return "nil"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// recorder collects what one evaluation saw: comparisons and missing keys.
+type recorder struct {
+	obs     []report.Observation
+	missing []string
+	total   int
+}
+
+// observations keeps failed comparisons first, then passed ones, capped.
+func (r *recorder) observations() []report.Observation {
+	sort.SliceStable(r.obs, func(i, j int) bool { return !r.obs[i].Result && r.obs[j].Result })
+	if len(r.obs) > maxObservations {
+		r.obs = r.obs[:maxObservations]
+	}
+	return r.obs
+}
+
+func (r *recorder) add(o report.Observation) {
+	r.total++
+	// Keep every failure (up to the cap) but only the first few passes.
+	if len(r.obs) < maxObservations*4 {
+		r.obs = append(r.obs, o)
+	}
+}
+
+// sources records the text of every node before strict rewrites the tree,
+// so observations and errors quote the expression as the user wrote it.
+type sources struct{ text map[ast.Node]string }
+
+func (s *sources) Visit(node *ast.Node) { s.text[*node] = (*node).String() }
+
+func (s *sources) of(n ast.Node) string {
+	if t, ok := s.text[n]; ok {
+		return t
+	}
+	return pathOf(n)
+}
+
+// strict is the AST patch described in the package comment.
+type strict struct{ src *sources }
+
+func (st *strict) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.MemberNode:
+		src := st.src.of(n)
+		ast.Patch(node, &ast.CallNode{
+			Callee: &ast.IdentifierNode{Value: "__get"},
+			Arguments: []ast.Node{
+				n.Node, n.Property,
+				&ast.BoolNode{Value: n.Optional},
+				&ast.StringNode{Value: src},
+			},
+		})
+	case *ast.BinaryNode:
+		switch n.Operator {
+		case "<", "<=", ">", ">=", "==", "!=":
+			src := st.src.of(n)
+			ast.Patch(node, &ast.CallNode{
+				Callee: &ast.IdentifierNode{Value: "__cmp"},
+				Arguments: []ast.Node{
+					n.Left, n.Right,
+					&ast.StringNode{Value: n.Operator},
+					&ast.StringNode{Value: src},
+				},
+			})
+		}
+	}
+}
+
+// pathOf prints a node as the user wrote it, seeing through our rewrites.
+func pathOf(n ast.Node) string {
+	if c, ok := n.(*ast.CallNode); ok {
+		if id, ok := c.Callee.(*ast.IdentifierNode); ok && len(c.Arguments) == 4 {
+			switch id.Value {
+			case "__get":
+				return pathOf(c.Arguments[0]) + accessor(c.Arguments[1])
+			case "__cmp":
+				return "(" + c.Arguments[3].(*ast.StringNode).Value + ")"
+			}
+		}
+	}
+	if _, ok := n.(*ast.PointerNode); ok {
+		return "#"
+	}
+	return n.String()
+}
+
+func accessor(prop ast.Node) string {
+	if s, ok := prop.(*ast.StringNode); ok && isIdent(s.Value) {
+		return "." + s.Value
+	}
+	return "[" + pathOf(prop) + "]"
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// withHelpers returns data plus the functions of one evaluation.
+func withHelpers(data map[string]any, rec *recorder) map[string]any {
+	env := make(map[string]any, len(data)+10)
+	for k, v := range data {
+		env[k] = v
+	}
+	env["__get"] = func(obj, key any, optional bool, src string) (any, error) { return rec.get(obj, key, optional, src) }
+	env["__cmp"] = func(a, b any, op, src string) (bool, error) { return rec.cmp(a, b, op, src) }
+	env["run"] = func(params map[string]any) (any, error) { return findRun(data, params) }
+	env["ratio"] = ratio
+	env["pct"] = pct
+	env["samples"] = samples
+	env["distinct"] = distinct
+	env["within"] = within
+	return env
+}
+
+func (r *recorder) get(obj, key any, optional bool, src string) (any, error) {
+	switch o := obj.(type) {
+	case map[string]any:
+		k, ok := key.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s: keys are strings, got %T %v", src, key, key)
+		}
+		v, ok := o[k]
+		if ok {
+			return v, nil
+		}
+		if optional {
+			return nil, nil
+		}
+		parent := strings.TrimSuffix(src, accessorText(k))
+		msg := missingMessage(parent, k, o)
+		r.missing = append(r.missing, msg)
+		return nil, fmt.Errorf("%s", msg)
+	case nil:
+		if optional {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: cannot read %v of nil (use ?. to allow absence)", src, key)
+	default:
+		return fetch(obj, key, src)
+	}
+}
+
+func accessorText(k string) string {
+	if isIdent(k) {
+		return "." + k
+	}
+	return "[" + strconv.Quote(k) + "]"
+}
+
+func fetch(obj, key any, src string) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("%s: %v", src, p)
+		}
+	}()
+	if s, ok := obj.([]any); ok {
+		i, ok := toInt(key)
+		if !ok {
+			return nil, fmt.Errorf("%s: a list index must be an integer, got %v", src, key)
+		}
+		if i < 0 {
+			i += len(s)
+		}
+		if i < 0 || i >= len(s) {
+			return nil, fmt.Errorf("%s: index %v out of range (the list has %d items)", src, key, len(s))
+		}
+		return s[i], nil
+	}
+	return runtime.Fetch(obj, key), nil
+}
+
+func toInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case float64:
+		if x == float64(int(x)) {
+			return int(x), true
+		}
+	}
+	return 0, false
+}
+
+var statKeys = []string{"mean", "min", "p50", "p90", "p95", "p99", "max"}
+
+func missingMessage(parent, key string, m map[string]any) string {
+	if c, ok := m["count"].(float64); ok {
+		for _, s := range statKeys {
+			if s == key {
+				if c == 0 {
+					return fmt.Sprintf("%s has no %s: the statistic is absent because it has 0 samples", parent, key)
+				}
+			}
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	hint := closest(key, keys)
+	list := strings.Join(quoteAll(keys), ", ")
+	if len(keys) > 12 {
+		list = strings.Join(quoteAll(keys[:12]), ", ") + ", …"
+	}
+	if len(keys) == 0 {
+		list = "nothing"
+	}
+	return fmt.Sprintf("%s has no %q%s; it has %s", parent, key, hint, list)
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+func closest(word string, known []string) string {
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		if d := levenshtein(word, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" || bestD > len(word)/3+1 {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = false, fmt.Errorf("%s: cannot compare %s %s %s", src, show(a), op, show(b))
+		}
+	}()
+	if (a == nil || b == nil) && op != "==" && op != "!=" {
+		return false, fmt.Errorf("%s: cannot compare %s %s %s", src, show(a), op, show(b))
+	}
+	switch op {
+	case "<":
+		res = runtime.Less(a, b)
+	case "<=":
+		res = runtime.LessOrEqual(a, b)
+	case ">":
+		res = runtime.More(a, b)
+	case ">=":
+		res = runtime.MoreOrEqual(a, b)
+	case "==":
+		res = equal(a, b)
+	case "!=":
+		res = !equal(a, b)
+	}
+	r.add(report.Observation{Expr: src, Op: op, Left: a, Right: b, Result: res})
+	return res, nil
+}
+
+// equal is expr's equality, extended to lists and maps (compared deeply),
+// so `.output_tokens == vars.expected_tokens` means what it says.
+func equal(a, b any) bool {
+	switch a.(type) {
+	case []any, map[string]any:
+		return reflect.DeepEqual(normalizeNumbers(a), normalizeNumbers(b))
+	}
+	return runtime.Equal(a, b)
+}
+
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeNumbers(e)
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalizeNumbers(e)
+		}
+		return out
+	}
+	return v
+}

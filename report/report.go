@@ -1,0 +1,217 @@
+// Package report holds the report tollgate writes: its types, its atomic,
+// schema-validated JSON writer, and the human summary.
+package report
+
+import (
+	"time"
+)
+
+// SchemaVersion is the report format version; it changes only when a field
+// changes meaning or disappears.
+const SchemaVersion = 1
+
+// Overall and per-gate statuses.
+const (
+	StatusPass       = "pass"
+	StatusFail       = "fail"
+	StatusError      = "error"
+	StatusNotGated   = "not_gated"
+	StatusIncomplete = "incomplete"
+)
+
+// Report is one run of one scenario.
+type Report struct {
+	SchemaVersion int             `json:"schema_version"`
+	Tool          Tool            `json:"tool"`
+	Scenario      ScenarioInfo    `json:"scenario"`
+	Host          Host            `json:"host"`
+	StartedAt     time.Time       `json:"started_at"`
+	EndedAt       time.Time       `json:"ended_at"`
+	Status        string          `json:"status"`
+	Incomplete    bool            `json:"incomplete,omitempty"`
+	Runs          map[string]*Run `json:"runs"`
+	RunOrder      []string        `json:"run_order"`
+	Gates         []GateResult    `json:"gates"`
+}
+
+// Tool names the program that wrote the report.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ScenarioInfo identifies the effective scenario that ran.
+type ScenarioInfo struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	File        string         `json:"file"`
+	SHA256      string         `json:"sha256"`
+	Vars        map[string]any `json:"vars"`
+}
+
+// Host describes the client machine.
+type Host struct {
+	Hostname  string `json:"hostname"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	CPUCores  int    `json:"cpu_cores"`
+	GoVersion string `json:"go_version"`
+}
+
+// Run is one target × matrix combination.
+type Run struct {
+	Name       string            `json:"name"`
+	Params     map[string]string `json:"params"`
+	Target     Target            `json:"target"`
+	Status     string            `json:"status"` // ok | error
+	Error      string            `json:"error,omitempty"`
+	Phases     map[string]*Phase `json:"phases"`
+	PhaseOrder []string          `json:"phase_order"`
+
+	// Seam runs.
+	OutputTokens []string                `json:"output_tokens,omitempty"`
+	SessionID    string                  `json:"session_id,omitempty"`
+	Connections  *Connections            `json:"connections,omitempty"`
+	Cleanup      *Cleanup                `json:"cleanup,omitempty"`
+	Seams        map[string]*SeamMetrics `json:"seams,omitempty"`
+}
+
+// Target describes what a run measured; Config never holds secrets.
+type Target struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Description string `json:"description,omitempty"`
+	Config      any    `json:"config,omitempty"`
+}
+
+// Connections counts connection attempts over a run.
+type Connections struct {
+	Attempts int `json:"attempts"`
+}
+
+// Cleanup is the state of a seam route session taken after it was closed.
+type Cleanup struct {
+	SessionClosed       bool `json:"session_closed"`
+	OpenConnections     int  `json:"open_connections"`
+	QueuedActivations   int  `json:"queued_activations"`
+	TelemetryAggregates int  `json:"telemetry_aggregates"`
+}
+
+// Phase is one phase of a run. Which metrics are present depends on its kind
+// and its target kind; the schema documents each with its formula.
+type Phase struct {
+	Kind string `json:"kind"`
+
+	*SeamMetrics
+	SeamsByName map[string]*SeamMetrics `json:"seams,omitempty"`
+	Samples     []SeamSample            `json:"samples,omitempty"`
+}
+
+// SeamMetrics aggregates seam transfers (of a phase, or of one seam).
+type SeamMetrics struct {
+	Transfers          int      `json:"transfers"`
+	Tokens             int      `json:"tokens"`
+	SeamLatencyMS      Stat     `json:"seam_latency_ms"`
+	QueueWaitMS        Stat     `json:"queue_wait_ms"`
+	TotalLatencyMS     float64  `json:"total_latency_ms"`
+	TokensPerS         *float64 `json:"tokens_per_s,omitempty"`
+	BytesPerToken      *float64 `json:"bytes_per_token,omitempty"`
+	PayloadBytes       int64    `json:"payload_bytes"`
+	WireBytes          int64    `json:"wire_bytes"`
+	CompressionRatio   *float64 `json:"compression_ratio,omitempty"`
+	ConnectionAttempts int      `json:"connection_attempts"`
+	CompressionCPUMS   float64  `json:"compression_cpu_ms"`
+	PeakBufferedBytes  int64    `json:"peak_buffered_bytes"`
+}
+
+// SeamSample is one activation transfer over one seam, durations in virtual ms.
+type SeamSample struct {
+	Phase               string  `json:"phase"`
+	TokenIndex          *int    `json:"token_index"`
+	SessionID           string  `json:"session_id"`
+	ActivationID        string  `json:"activation_id"`
+	Seam                string  `json:"seam"`
+	Mode                string  `json:"mode"`
+	CacheMode           string  `json:"cache_mode"`
+	VirtualStartMS      float64 `json:"virtual_start_ms"`
+	ModelMS             float64 `json:"model_ms"`
+	EncodeMS            float64 `json:"encode_ms"`
+	FramingMS           float64 `json:"framing_ms"`
+	MetadataMS          float64 `json:"metadata_ms"`
+	CopyAllocationMS    float64 `json:"copy_allocation_ms"`
+	CopyAllocationBytes int64   `json:"copy_allocation_bytes"`
+	CompressionMS       float64 `json:"compression_ms"`
+	DecompressionMS     float64 `json:"decompression_ms"`
+	ConnectionSetupMS   float64 `json:"connection_setup_ms"`
+	QueueWaitMS         float64 `json:"queue_wait_ms"`
+	TransportMS         float64 `json:"transport_ms"`
+	SeamLatencyMS       float64 `json:"seam_latency_ms"`
+	PayloadBytes        int64   `json:"payload_bytes"`
+	WireBytes           int64   `json:"wire_bytes"`
+	CompressionRatio    float64 `json:"compression_ratio"`
+	ConnectionAttempted bool    `json:"connection_attempted"`
+}
+
+// GateResult is the verdict of one gate.
+type GateResult struct {
+	Name         string        `json:"name"`
+	Expr         string        `json:"expr"`
+	Description  string        `json:"description,omitempty"`
+	Optional     bool          `json:"optional"`
+	Status       string        `json:"status"`
+	Value        any           `json:"value,omitempty"`
+	Message      string        `json:"message,omitempty"`
+	Observations []Observation `json:"observations,omitempty"`
+}
+
+// Observation is one comparison evaluated inside a gate, with both sides,
+// so a reader sees the values that decided the verdict.
+type Observation struct {
+	Expr   string `json:"expr"`
+	Op     string `json:"op"`
+	Left   any    `json:"left"`
+	Right  any    `json:"right"`
+	Result bool   `json:"result"`
+}
+
+// SeamMetricsFrom aggregates samples; tokens is the number of decode tokens
+// they carried (0 for prefill, which leaves the per-token rates absent).
+func SeamMetricsFrom(samples []SeamSample, latNS, queueNS []int64, tokens int) *SeamMetrics {
+	m := &SeamMetrics{Transfers: len(samples), Tokens: tokens}
+	lat := make([]float64, len(latNS))
+	q := make([]float64, len(queueNS))
+	var totalNS int64
+	for i := range latNS {
+		lat[i] = MS(latNS[i])
+		q[i] = MS(queueNS[i])
+		totalNS += latNS[i]
+	}
+	m.SeamLatencyMS = NewStat(lat)
+	m.QueueWaitMS = NewStat(q)
+	m.TotalLatencyMS = MS(totalNS)
+	for _, s := range samples {
+		m.PayloadBytes += s.PayloadBytes
+		m.WireBytes += s.WireBytes
+		if s.ConnectionAttempted {
+			m.ConnectionAttempts++
+		}
+		m.CompressionCPUMS += s.CompressionMS + s.DecompressionMS
+		m.PeakBufferedBytes = max(m.PeakBufferedBytes, s.CopyAllocationBytes)
+	}
+	m.CompressionCPUMS = roundNS(m.CompressionCPUMS)
+	if m.WireBytes > 0 {
+		m.CompressionRatio = F(float64(m.PayloadBytes) / float64(m.WireBytes))
+	}
+	if tokens > 0 && totalNS > 0 {
+		m.TokensPerS = F(float64(tokens) / (float64(totalNS) / 1e9))
+		m.BytesPerToken = F(float64(m.WireBytes) / float64(tokens))
+	}
+	return m
+}
+
+// roundNS rounds milliseconds to whole nanoseconds, removing float noise from sums.
+func roundNS(ms float64) float64 {
+	const perMS = 1e6
+	return float64(int64(ms*perMS+0.5)) / perMS
+}

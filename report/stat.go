@@ -1,0 +1,62 @@
+package report
+
+import (
+	"math"
+	"sort"
+)
+
+// Stat summarises a distribution. Over zero samples only Count (0) is
+// present: an absent statistic makes a gate error instead of passing on a 0.
+type Stat struct {
+	Count int      `json:"count"`
+	Mean  *float64 `json:"mean,omitempty"`
+	Min   *float64 `json:"min,omitempty"`
+	P50   *float64 `json:"p50,omitempty"`
+	P90   *float64 `json:"p90,omitempty"`
+	P95   *float64 `json:"p95,omitempty"`
+	P99   *float64 `json:"p99,omitempty"`
+	Max   *float64 `json:"max,omitempty"`
+}
+
+// NewStat computes a Stat with nearest-rank percentiles: the p-th percentile
+// of n sorted values is the value at rank ceil(n·p/100). Nearest rank always
+// returns an observed value, so a gate compares against something that happened.
+func NewStat(values []float64) Stat {
+	s := Stat{Count: len(values)}
+	if len(values) == 0 {
+		return s
+	}
+	v := append([]float64(nil), values...)
+	sort.Float64s(v)
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	s.Mean = F(sum / float64(len(v)))
+	s.Min, s.Max = F(v[0]), F(v[len(v)-1])
+	s.P50 = F(NearestRank(v, 50))
+	s.P90 = F(NearestRank(v, 90))
+	s.P95 = F(NearestRank(v, 95))
+	s.P99 = F(NearestRank(v, 99))
+	return s
+}
+
+// NearestRank returns the p-th percentile (0 < p ≤ 100) of sorted values.
+func NearestRank(sorted []float64, p int) float64 {
+	n := len(sorted)
+	idx := (n*p+99)/100 - 1 // ceil(n·p/100) − 1 in integers, exact for whole-number p
+	idx = max(0, min(idx, n-1))
+	return sorted[idx]
+}
+
+// F returns a pointer to a finite value, or nil for NaN and ±Inf, which JSON
+// cannot carry and a gate must never read as a number.
+func F(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// MS converts virtual or measured nanoseconds to milliseconds.
+func MS(ns int64) float64 { return float64(ns) / 1e6 }

@@ -1,0 +1,130 @@
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Pos is where a value came from: a file position, or a --set flag.
+type Pos struct {
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	Col  int    `json:"col,omitempty"`
+	// Set is the --set flag that produced the value, when it did not come from a file.
+	Set string `json:"set,omitempty"`
+}
+
+func (p Pos) String() string {
+	switch {
+	case p.Set != "":
+		return "--set " + p.Set
+	case p.Line > 0:
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	default:
+		return p.File
+	}
+}
+
+// Error is one problem in a scenario, with its position.
+type Error struct {
+	Pos Pos
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// ErrorList holds every problem found in a scenario, so users fix them in one pass.
+type ErrorList []*Error
+
+func (l ErrorList) Error() string {
+	var b strings.Builder
+	for i, e := range l {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// sorted orders errors by file position and drops exact duplicates, which
+// appear when the same mistake is seen in every matrix expansion.
+func (l ErrorList) sorted() ErrorList {
+	sort.SliceStable(l, func(i, j int) bool {
+		a, b := l[i].Pos, l[j].Pos
+		if a.Set != b.Set {
+			return a.Set > b.Set // --set errors first: the flag is what the user typed last
+		}
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	out := l[:0]
+	seen := map[string]bool{}
+	for _, e := range l {
+		k := e.Error()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+type errs struct{ list ErrorList }
+
+func (e *errs) add(p Pos, format string, args ...any) {
+	e.list = append(e.list, &Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (e *errs) err() error {
+	if len(e.list) == 0 {
+		return nil
+	}
+	return e.list.sorted()
+}
+
+// suggest returns ` (did you mean "x"?)` for the closest known word, or "".
+func suggest(word string, known []string) string {
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		d := levenshtein(strings.ToLower(word), strings.ToLower(k))
+		if d < bestD {
+			best, bestD = k, d
+		}
+	}
+	limit := len(word)/3 + 1
+	if limit > 4 {
+		limit = 4
+	}
+	if best == "" || bestD > limit {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,255 @@
+package scenarios
+
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// interp expands ${vars.x}, ${env.X}, ${env.X:-default} and ${matrix.k} in
+// scalar values. It runs twice: once for vars and env (matrix references are
+// left as written), and once per matrix combination (final), which also turns
+// the escape $${ into a literal ${.
+type interp struct {
+	d      *decoder
+	vars   map[string]*yaml.Node
+	order  []string
+	env    func(string) (string, bool)
+	matrix map[string]string
+	final  bool
+}
+
+type ref struct {
+	ns, name string
+	def      *string
+}
+
+// parseRefs splits s into literal text and references. It reports malformed
+// references through errf and returns ok=false.
+func parseRefs(s string, errf func(string, ...any)) (parts []any, ok bool) {
+	ok = true
+	var lit strings.Builder
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], "$${") {
+			parts = append(parts, lit.String(), escape{})
+			lit.Reset()
+			i += 3
+			continue
+		}
+		if !strings.HasPrefix(s[i:], "${") {
+			lit.WriteByte(s[i])
+			i++
+			continue
+		}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			errf("unterminated ${ in %q (close it with }, or write $${ for a literal ${)", s)
+			return nil, false
+		}
+		body := s[i+2 : i+end]
+		var r ref
+		expr := body
+		if k := strings.Index(body, ":-"); k >= 0 {
+			def := body[k+2:]
+			r.def = &def
+			expr = body[:k]
+		}
+		ns, name, found := strings.Cut(expr, ".")
+		if !found || name == "" {
+			errf("bad reference ${%s}: write ${vars.NAME}, ${env.NAME}, ${env.NAME:-default} or ${matrix.KEY}", body)
+			ok = false
+		} else {
+			r.ns, r.name = ns, name
+			parts = append(parts, lit.String(), r)
+			lit.Reset()
+		}
+		i += end + 1
+	}
+	parts = append(parts, lit.String())
+	return parts, ok
+}
+
+type escape struct{}
+
+// walk interpolates every scalar under n, in place. Mapping keys are not
+// interpolated: a key is a name, not a value.
+func (in *interp) walk(n *yaml.Node) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			in.walk(c)
+		}
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			in.walk(n.Content[i])
+		}
+	case yaml.ScalarNode:
+		if strings.Contains(n.Value, "${") {
+			in.scalar(n)
+		}
+	}
+}
+
+func (in *interp) scalar(n *yaml.Node) {
+	errf := func(format string, args ...any) { in.d.errorf(n, format, args...) }
+	parts, ok := parseRefs(n.Value, errf)
+	if !ok {
+		return
+	}
+	// A scalar that is exactly one reference takes the referenced value's
+	// type (and, for vars, its whole structure), so ${vars.size} stays an
+	// integer and ${vars.tokens} can be a list.
+	if len(parts) == 3 && parts[0] == "" && parts[2] == "" {
+		if r, isRef := parts[1].(ref); isRef {
+			if rep, resolved, ok := in.resolve(r, errf); ok {
+				if resolved != nil {
+					line, col := n.Line, n.Column
+					*n = *cloneNode(resolved)
+					if n.Kind == yaml.ScalarNode {
+						n.Line, n.Column = line, col
+					}
+				} else if rep != nil {
+					style := n.Style
+					n.Value = *rep
+					if style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+						n.Tag = "" // let YAML resolve the type of the substituted text
+					}
+				}
+			}
+			return
+		}
+	}
+	var b strings.Builder
+	changed := false
+	for _, p := range parts {
+		switch p := p.(type) {
+		case string:
+			b.WriteString(p)
+		case escape:
+			if in.final {
+				b.WriteString("${")
+				changed = true
+			} else {
+				b.WriteString("$${")
+			}
+		case ref:
+			rep, resolved, ok := in.resolve(p, errf)
+			if !ok {
+				return
+			}
+			switch {
+			case resolved != nil:
+				if resolved.Kind != yaml.ScalarNode {
+					errf("${%s.%s} is %s and cannot be part of a longer string", p.ns, p.name, describe(resolved))
+					return
+				}
+				b.WriteString(resolved.Value)
+				changed = true
+			case rep != nil:
+				b.WriteString(*rep)
+				changed = true
+			default:
+				b.WriteString(refText(p))
+			}
+		}
+	}
+	if changed {
+		n.Value = b.String()
+		n.Tag = "!!str"
+	}
+}
+
+func refText(r ref) string {
+	s := "${" + r.ns + "." + r.name
+	if r.def != nil {
+		s += ":-" + *r.def
+	}
+	return s + "}"
+}
+
+// resolve returns either a replacement string, a node (vars), or neither when
+// the reference is left for a later pass.
+func (in *interp) resolve(r ref, errf func(string, ...any)) (*string, *yaml.Node, bool) {
+	switch r.ns {
+	case "vars":
+		if v, ok := in.vars[r.name]; ok {
+			return nil, v, true
+		}
+		if r.def != nil {
+			return r.def, nil, true
+		}
+		errf("undefined variable vars.%s%s", r.name, knownList("defined vars", in.order, r.name))
+		return nil, nil, false
+	case "env":
+		if v, ok := in.env(r.name); ok {
+			return &v, nil, true
+		}
+		if r.def != nil {
+			return r.def, nil, true
+		}
+		errf("environment variable %s is not set (export it, or write ${env.%s:-default})", r.name, r.name)
+		return nil, nil, false
+	case "matrix":
+		if !in.final {
+			return nil, nil, true
+		}
+		if v, ok := in.matrix[r.name]; ok {
+			return &v, nil, true
+		}
+		keys := sortedKeys(in.matrix)
+		if len(keys) == 0 {
+			errf("${matrix.%s} is used but the scenario has no matrix", r.name)
+		} else {
+			errf("unknown matrix key %q%s", r.name, knownList("matrix keys", keys, r.name))
+		}
+		return nil, nil, false
+	}
+	errf("unknown namespace %q in ${%s.%s} (use vars, env or matrix)", r.ns, r.ns, r.name)
+	return nil, nil, false
+}
+
+func knownList(what string, names []string, got string) string {
+	if len(names) == 0 {
+		return " (no " + what + ")"
+	}
+	return suggest(got, names) + " (" + what + ": " + strings.Join(names, ", ") + ")"
+}
+
+// defineVars resolves the vars mapping in order: a var may use env and any
+// var defined above it.
+func (in *interp) defineVars(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	n = resolveAlias(n)
+	if n.Kind != yaml.MappingNode {
+		if n.ShortTag() != "!!null" {
+			in.d.errorf(n, "vars: expected a mapping of names to values, got %s", describe(n))
+		}
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if _, dup := in.vars[k.Value]; dup {
+			in.d.errorf(k, "vars: duplicate variable %q", k.Value)
+			continue
+		}
+		in.walk(v)
+		in.vars[k.Value] = v
+		in.order = append(in.order, k.Value)
+	}
+}
+
+func cloneNode(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	if n.Content != nil {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, x := range n.Content {
+			c.Content[i] = cloneNode(x)
+		}
+	}
+	return &c
+}

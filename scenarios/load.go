@@ -1,0 +1,407 @@
+package scenarios
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-dev/tollgate/schema"
+)
+
+// Options change how a scenario loads.
+type Options struct {
+	// Sets are --set PATH=VALUE overrides, applied before interpolation.
+	Sets []string
+	// LookupEnv resolves ${env.NAME}; nil means no environment.
+	LookupEnv func(string) (string, bool)
+}
+
+// Load reads, interpolates, expands and validates a scenario file. The error,
+// when not nil, is an ErrorList with every problem found and its position.
+func Load(path string, opts Options) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, ErrorList{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot read scenario: %v", err)}}
+	}
+	return Parse(path, data, opts)
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// Parse is Load for bytes already read; file names the source in errors.
+func Parse(file string, data []byte, opts Options) (*Scenario, error) {
+	e := &errs{}
+	d := &decoder{file: file, sets: opts.Sets, errs: e}
+	env := opts.LookupEnv
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		e.list = append(e.list, syntaxError(file, data, err))
+		return nil, e.err()
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		e.add(Pos{File: file, Line: 1, Col: 1}, "the scenario is empty")
+		return nil, e.err()
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		d.errorf(root, "a scenario is a mapping with name, targets, phases and gates; got %s", describe(root))
+		return nil, e.err()
+	}
+
+	for i, s := range opts.Sets {
+		applySet(d, root, i, s)
+	}
+	if err := e.err(); err != nil {
+		return nil, err
+	}
+
+	in := &interp{d: d, vars: map[string]*yaml.Node{}, env: env}
+	varsNode := mapValue(root, "vars")
+	in.defineVars(varsNode)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i+1] != varsNode {
+			in.walk(root.Content[i+1])
+		}
+	}
+	if err := e.err(); err != nil {
+		return nil, err
+	}
+
+	effective, err := yaml.Marshal(root)
+	if err != nil {
+		return nil, fmt.Errorf("scenarios: re-encoding %s: %w", file, err)
+	}
+	sum := sha256.Sum256(effective)
+
+	axes := readMatrix(d, mapValue(root, "matrix"))
+	if err := e.err(); err != nil {
+		return nil, err
+	}
+
+	sc := &Scenario{
+		File:      file,
+		SHA256:    hex.EncodeToString(sum[:]),
+		Effective: effective,
+		Matrix:    axes,
+		Vars:      map[string]any{},
+	}
+	for _, name := range in.order {
+		var v any
+		if err := in.vars[name].Decode(&v); err == nil {
+			sc.Vars[name] = v
+		}
+	}
+
+	for ci, combo := range combinations(axes) {
+		n := cloneNode(root)
+		fin := &interp{d: d, vars: in.vars, order: in.order, env: env, matrix: map[string]string{}, final: true}
+		for _, p := range combo {
+			fin.matrix[p.Key] = p.Value
+		}
+		fin.walk(n)
+		var doc document
+		before := len(e.list)
+		d.decode(n, reflectValue(&doc), "")
+		if len(e.list) == before {
+			validateSchema(d, n)
+		}
+		if len(e.list) == before {
+			check(d, &doc)
+		}
+		if ci == 0 {
+			sc.Name = doc.Name
+			sc.Description = doc.Description
+			sc.Targets = doc.Targets
+			sc.Phases = doc.Phases
+			sc.Gates = doc.Gates
+			sc.Samples = doc.Report.Samples == nil || *doc.Report.Samples
+		}
+		for _, t := range doc.Targets {
+			names := make([]string, 0, len(combo)+1)
+			if len(doc.Targets) > 1 || len(combo) == 0 {
+				names = append(names, t.Name)
+			}
+			for _, p := range combo {
+				names = append(names, p.Value)
+			}
+			sc.Runs = append(sc.Runs, &Run{Name: strings.Join(names, "/"), Params: combo, Target: t, Phases: doc.Phases})
+		}
+	}
+	lines := strings.Split(string(data), "\n")
+	for _, g := range sc.Gates {
+		if g.ExprBlock && g.ExprPos.Line > 0 && g.ExprPos.Line < len(lines) {
+			text := lines[g.ExprPos.Line] // the line after the | or > indicator
+			g.ExprIndent = len(text) - len(strings.TrimLeft(text, " "))
+		}
+	}
+	if sc.Name == "" {
+		sc.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if err := e.err(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// syntaxError turns a yaml.v3 parse error into a positioned Error. yaml.v3
+// reports only a line; the column is that line's first non-blank character.
+func syntaxError(file string, data []byte, err error) *Error {
+	msg := err.Error()
+	line, col := 1, 1
+	if m := yamlLineRE.FindStringSubmatch(strings.SplitN(msg, "\n", 2)[0]); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		lines := strings.Split(string(data), "\n")
+		if line-1 < len(lines) {
+			text := lines[line-1]
+			col = len(text) - len(strings.TrimLeft(text, " \t")) + 1
+		}
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	return &Error{Pos: Pos{File: file, Line: line, Col: col}, Msg: "YAML syntax error: " + msg}
+}
+
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// applySet applies one --set PATH=VALUE. Every key on the path but the last
+// must exist; a new last key is added and then meets the same strict checks
+// as the file (so a misspelt field is still an error naming the flag).
+func applySet(d *decoder, root *yaml.Node, idx int, flag string) {
+	pos := Pos{Set: flag}
+	path, value, ok := strings.Cut(flag, "=")
+	if !ok || path == "" {
+		d.errs.add(pos, "expected PATH=VALUE, e.g. --set targets.route.activation_bytes=8192")
+		return
+	}
+	var val yaml.Node
+	if err := yaml.Unmarshal([]byte(value), &val); err != nil {
+		d.errs.add(pos, "value is not valid YAML: %v", err)
+		return
+	}
+	newNode := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
+	if len(val.Content) > 0 {
+		newNode = val.Content[0]
+	}
+	markSet(newNode, idx)
+
+	segs := strings.Split(path, ".")
+	cur := root
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		at := strings.Join(segs[:i], ".")
+		if at == "" {
+			at = "the scenario"
+		}
+		switch cur.Kind {
+		case yaml.MappingNode:
+			var next *yaml.Node
+			var keys []string
+			for j := 0; j+1 < len(cur.Content); j += 2 {
+				keys = append(keys, cur.Content[j].Value)
+				if cur.Content[j].Value == seg {
+					next = cur.Content[j+1]
+					if last {
+						cur.Content[j+1] = newNode
+						return
+					}
+				}
+			}
+			if next == nil {
+				if last {
+					key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: -(idx + 1)}
+					cur.Content = append(cur.Content, key, newNode)
+					return
+				}
+				d.errs.add(pos, "unknown path: %s has no key %q%s", at, seg, suggest(seg, keys))
+				return
+			}
+			cur = resolveAlias(next)
+		case yaml.SequenceNode:
+			k, err := strconv.Atoi(seg)
+			if err != nil || k < 0 || k >= len(cur.Content) {
+				d.errs.add(pos, "unknown path: %s is a list of %d; %q is not an index in it", at, len(cur.Content), seg)
+				return
+			}
+			if last {
+				cur.Content[k] = newNode
+				return
+			}
+			cur = resolveAlias(cur.Content[k])
+		default:
+			d.errs.add(pos, "unknown path: %s is %s, not a mapping or list", at, describe(cur))
+			return
+		}
+	}
+}
+
+func markSet(n *yaml.Node, idx int) {
+	n.Line, n.Column = -(idx + 1), 0
+	for _, c := range n.Content {
+		markSet(c, idx)
+	}
+}
+
+func readMatrix(d *decoder, n *yaml.Node) []MatrixAxis {
+	if n == nil || n.ShortTag() == "!!null" {
+		return nil
+	}
+	n = resolveAlias(n)
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "matrix: expected a mapping of keys to lists of values, got %s", describe(n))
+		return nil
+	}
+	var axes []MatrixAxis
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolveAlias(n.Content[i+1])
+		ax := MatrixAxis{Key: k.Value, Pos: d.pos(k)}
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			d.errorf(v, "matrix.%s: expected a non-empty list of values, got %s", k.Value, describe(v))
+			continue
+		}
+		seen := map[string]bool{}
+		for _, c := range v.Content {
+			c = resolveAlias(c)
+			if c.Kind != yaml.ScalarNode || c.ShortTag() == "!!null" {
+				d.errorf(c, "matrix.%s: values must be strings or numbers, got %s", k.Value, describe(c))
+				continue
+			}
+			if strings.Contains(c.Value, "/") || c.Value == "" {
+				d.errorf(c, "matrix.%s: value %q must be non-empty and must not contain / (run names join values with /)", k.Value, c.Value)
+				continue
+			}
+			if seen[c.Value] {
+				d.errorf(c, "matrix.%s: duplicate value %q", k.Value, c.Value)
+				continue
+			}
+			seen[c.Value] = true
+			ax.Values = append(ax.Values, c.Value)
+		}
+		axes = append(axes, ax)
+	}
+	return axes
+}
+
+// combinations expands the matrix with the first key outermost, so
+// {transport: [direct, relay], cache: [cached, stateless]} gives
+// direct/cached, direct/stateless, relay/cached, relay/stateless.
+func combinations(axes []MatrixAxis) [][]Param {
+	out := [][]Param{nil}
+	for _, ax := range axes {
+		var next [][]Param
+		for _, prefix := range out {
+			for _, v := range ax.Values {
+				c := append(append([]Param{}, prefix...), Param{Key: ax.Key, Value: v})
+				next = append(next, c)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// validateSchema checks the expanded document against the published
+// scenario schema, so the schema editors use and the loader never disagree.
+func validateSchema(d *decoder, n *yaml.Node) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		d.errorf(n, "%v", err)
+		return
+	}
+	for _, p := range schema.ValidateScenario(normalize(v)) {
+		at := nodeAt(n, p.Path)
+		d.errorf(at, "%s: %s", pathString(p.Path), p.Message)
+	}
+}
+
+// normalize turns YAML-decoded values into the JSON shapes the schema
+// validator expects (map[string]any, []any, float64/int).
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalize(e)
+		}
+		return x
+	case map[any]any:
+		m := map[string]any{}
+		for k, e := range x {
+			m[fmt.Sprint(k)] = normalize(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = normalize(e)
+		}
+		return x
+	}
+	return v
+}
+
+func nodeAt(n *yaml.Node, path []string) *yaml.Node {
+	cur := n
+	for _, seg := range path {
+		cur = resolveAlias(cur)
+		switch cur.Kind {
+		case yaml.MappingNode:
+			next := (*yaml.Node)(nil)
+			for j := 0; j+1 < len(cur.Content); j += 2 {
+				if cur.Content[j].Value == seg {
+					next = cur.Content[j+1]
+				}
+			}
+			if next == nil {
+				return cur
+			}
+			cur = next
+		case yaml.SequenceNode:
+			k, err := strconv.Atoi(seg)
+			if err != nil || k >= len(cur.Content) {
+				return cur
+			}
+			cur = cur.Content[k]
+		default:
+			return cur
+		}
+	}
+	return cur
+}
+
+func pathString(p []string) string {
+	if len(p) == 0 {
+		return "scenario"
+	}
+	var b strings.Builder
+	for i, s := range p {
+		if _, err := strconv.Atoi(s); err == nil {
+			b.WriteString("[" + s + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}

@@ -1,0 +1,118 @@
+// Package schema embeds tollgate's published JSON Schemas (the scenario file
+// and the report) and validates documents against them.
+package schema
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+//go:embed scenario.schema.json
+var scenarioJSON []byte
+
+//go:embed report.schema.json
+var reportJSON []byte
+
+// Published URLs; editors resolve them through the yaml-language-server comment.
+const (
+	ScenarioURL = "https://tollgate.dev/schema/scenario.schema.json"
+	ReportURL   = "https://tollgate.dev/schema/report.schema.json"
+)
+
+// Scenario returns the scenario file schema as JSON.
+func Scenario() []byte { return bytes.Clone(scenarioJSON) }
+
+// Report returns the report schema as JSON.
+func Report() []byte { return bytes.Clone(reportJSON) }
+
+// Problem is one schema violation: where in the instance, and what.
+type Problem struct {
+	Path    []string
+	Message string
+}
+
+func (p Problem) String() string { return "/" + strings.Join(p.Path, "/") + ": " + p.Message }
+
+func compile(url string, doc []byte) (*jsonschema.Schema, error) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", url, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(url, v); err != nil {
+		return nil, fmt.Errorf("schema %s: %w", url, err)
+	}
+	return c.Compile(url)
+}
+
+// Compiled schemas are immutable after compilation, so compiling once per
+// call keeps the package free of mutable globals at a small cost; callers
+// validate a handful of documents per run.
+func validate(url string, doc []byte, v any) ([]Problem, error) {
+	sch, err := compile(url, doc)
+	if err != nil {
+		return nil, err
+	}
+	err = sch.Validate(v)
+	if err == nil {
+		return nil, nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return nil, err
+	}
+	p := message.NewPrinter(language.English)
+	var out []Problem
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, Problem{Path: e.InstanceLocation, Message: e.ErrorKind.LocalizedString(p)})
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.SliceStable(out, func(i, j int) bool { return strings.Join(out[i].Path, "/") < strings.Join(out[j].Path, "/") })
+	return out, nil
+}
+
+// ValidateScenario validates a decoded scenario document (JSON shapes).
+// A schema that fails to compile is a build defect; it is reported as a problem.
+func ValidateScenario(v any) []Problem {
+	out, err := validate(ScenarioURL, scenarioJSON, v)
+	if err != nil {
+		return []Problem{{Message: "internal: " + err.Error()}}
+	}
+	return out
+}
+
+// ValidateReport validates a report (as decoded JSON: map[string]any etc).
+func ValidateReport(v any) error {
+	out, err := validate(ReportURL, reportJSON, v)
+	if err != nil {
+		return err
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("report does not match its schema:")
+	for i, p := range out {
+		if i == 10 {
+			fmt.Fprintf(&b, "\n  … and %d more", len(out)-10)
+			break
+		}
+		b.WriteString("\n  " + p.String())
+	}
+	return fmt.Errorf("%s", b.String())
+}
