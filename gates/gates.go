@@ -100,6 +100,12 @@ func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 	for _, s := range specs {
 		rec := &recorder{}
 		env := withHelpers(shape, rec)
+		// Checked once as written: expr's checker reports unknown names only
+		// on the unpatched tree.
+		if _, err := expr.Compile(s.Expr, expr.Env(env)); err != nil {
+			problems = append(problems, compileProblem(s, err))
+			continue
+		}
 		src := &sources{text: map[ast.Node]string{}}
 		prog, err := expr.Compile(s.Expr, expr.Env(env), expr.Patch(src), expr.Patch(&strict{src: src}), expr.Optimize(false))
 		if err != nil {
@@ -275,7 +281,7 @@ type strict struct{ src *sources }
 func (st *strict) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.MemberNode:
-		src := st.src.of(n)
+		src := st.src.of(n.Node)
 		ast.Patch(node, &ast.CallNode{
 			Callee: &ast.IdentifierNode{Value: "__get"},
 			Arguments: []ast.Node{
@@ -306,7 +312,7 @@ func pathOf(n ast.Node) string {
 		if id, ok := c.Callee.(*ast.IdentifierNode); ok && len(c.Arguments) == 4 {
 			switch id.Value {
 			case "__get":
-				return pathOf(c.Arguments[0]) + accessor(c.Arguments[1])
+				return c.Arguments[3].(*ast.StringNode).Value + accessor(c.Arguments[1])
 			case "__cmp":
 				return "(" + c.Arguments[3].(*ast.StringNode).Value + ")"
 			}
@@ -355,7 +361,9 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 	return env
 }
 
-func (r *recorder) get(obj, key any, optional bool, src string) (any, error) {
+// get reads obj[key]; parent is the source text of obj, for messages.
+func (r *recorder) get(obj, key any, optional bool, parent string) (any, error) {
+	src := parent + accessorOf(key)
 	switch o := obj.(type) {
 	case map[string]any:
 		k, ok := key.(string)
@@ -369,7 +377,6 @@ func (r *recorder) get(obj, key any, optional bool, src string) (any, error) {
 		if optional {
 			return nil, nil
 		}
-		parent := strings.TrimSuffix(src, accessorText(k))
 		msg := missingMessage(parent, k, o)
 		r.missing = append(r.missing, msg)
 		return nil, fmt.Errorf("%s", msg)
@@ -383,11 +390,14 @@ func (r *recorder) get(obj, key any, optional bool, src string) (any, error) {
 	}
 }
 
-func accessorText(k string) string {
-	if isIdent(k) {
-		return "." + k
+func accessorOf(k any) string {
+	if s, ok := k.(string); ok {
+		if isIdent(s) {
+			return "." + s
+		}
+		return "[" + strconv.Quote(s) + "]"
 	}
-	return "[" + strconv.Quote(k) + "]"
+	return fmt.Sprintf("[%v]", k)
 }
 
 func fetch(obj, key any, src string) (v any, err error) {

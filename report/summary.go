@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 )
@@ -61,7 +62,7 @@ func writeGateDetail(w io.Writer, g GateResult) {
 		shown := 0
 		for _, o := range g.Observations {
 			if !o.Result && shown < 4 {
-				fmt.Fprintf(w, "        %s  (%s %s %s)\n", o.Expr, fmtVal(o.Left), o.Op, fmtVal(o.Right))
+				fmt.Fprintf(w, "        %s %s %s  ← %s\n", fmtVal(o.Left), o.Op, fmtVal(o.Right), shorten(o.Expr))
 				shown++
 			}
 		}
@@ -69,16 +70,43 @@ func writeGateDetail(w io.Writer, g GateResult) {
 			fmt.Fprintf(w, "        %s\n", g.Message)
 		}
 	default:
-		for i, o := range g.Observations {
-			if i == 2 {
-				if n := len(g.Observations) - 2; n > 0 {
-					fmt.Fprintf(w, "        … %d more comparisons\n", n)
-				}
-				break
-			}
-			fmt.Fprintf(w, "        %s  (%s %s %s)\n", o.Expr, fmtVal(o.Left), o.Op, fmtVal(o.Right))
+		if o, headroom, ok := tightest(g.Observations); ok {
+			fmt.Fprintf(w, "        tightest: %s %s %s (%.0f%% headroom)  ← %s\n", fmtVal(o.Left), o.Op, fmtVal(o.Right), headroom*100, shorten(o.Expr))
+		} else if n := len(g.Observations); n > 0 {
+			fmt.Fprintf(w, "        %d comparisons held\n", n)
 		}
 	}
+}
+
+// tightest finds the passed numeric ordering comparison with the least
+// relative headroom: the one closest to failing, which is what a reader
+// wants to know about a passing gate.
+func tightest(obs []Observation) (Observation, float64, bool) {
+	best, bestH, found := Observation{}, 0.0, false
+	for _, o := range obs {
+		l, lok := o.Left.(float64)
+		r, rok := o.Right.(float64)
+		if !lok || !rok || !o.Result || o.Op == "==" || o.Op == "!=" {
+			continue
+		}
+		den := math.Max(math.Abs(l), math.Abs(r))
+		if den == 0 {
+			continue
+		}
+		h := math.Abs(r-l) / den
+		if !found || h < bestH {
+			best, bestH, found = o, h, true
+		}
+	}
+	return best, bestH, found
+}
+
+func shorten(expr string) string {
+	s := strings.Join(strings.Fields(expr), " ")
+	if len(s) > 90 {
+		s = s[:89] + "…"
+	}
+	return s
 }
 
 func fmtVal(v any) string {

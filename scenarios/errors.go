@@ -48,8 +48,9 @@ func (l ErrorList) Error() string {
 	return b.String()
 }
 
-// sorted orders errors by file position and drops exact duplicates, which
-// appear when the same mistake is seen in every matrix expansion.
+// sorted orders errors by file position and keeps the first error at each
+// position: the same mistake is seen in every matrix expansion, and a value
+// that failed to decode would otherwise also fail every later check.
 func (l ErrorList) sorted() ErrorList {
 	sort.SliceStable(l, func(i, j int) bool {
 		a, b := l[i].Pos, l[j].Pos
@@ -67,7 +68,10 @@ func (l ErrorList) sorted() ErrorList {
 	out := l[:0]
 	seen := map[string]bool{}
 	for _, e := range l {
-		k := e.Error()
+		k := e.Pos.String()
+		if e.Pos.Line == 0 && e.Pos.Set == "" {
+			k = e.Error() // whole-file errors have no position to share
+		}
 		if seen[k] {
 			continue
 		}

@@ -62,9 +62,6 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	for i, s := range opts.Sets {
 		applySet(d, root, i, s)
 	}
-	if err := e.err(); err != nil {
-		return nil, err
-	}
 
 	in := &interp{d: d, vars: map[string]*yaml.Node{}, env: env}
 	varsNode := mapValue(root, "vars")
@@ -74,9 +71,13 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 			in.walk(root.Content[i+1])
 		}
 	}
-	if err := e.err(); err != nil {
-		return nil, err
+	// Values whose interpolation failed stay as written; later errors at the
+	// same place would only repeat the first one, so they are dropped.
+	failed := map[Pos]bool{}
+	for _, x := range e.list {
+		failed[x.Pos] = true
 	}
+	firstPass := len(e.list)
 
 	effective, err := yaml.Marshal(root)
 	if err != nil {
@@ -85,9 +86,6 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	sum := sha256.Sum256(effective)
 
 	axes := readMatrix(d, mapValue(root, "matrix"))
-	if err := e.err(); err != nil {
-		return nil, err
-	}
 
 	sc := &Scenario{
 		File:      file,
@@ -113,11 +111,12 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		var doc document
 		before := len(e.list)
 		d.decode(n, reflectValue(&doc), "")
+		// Semantic checks run even after decode errors, so one pass shows
+		// everything. The schema is checked last: when the loader's own,
+		// more specific messages found nothing, the schema must agree.
+		check(d, &doc)
 		if len(e.list) == before {
 			validateSchema(d, n)
-		}
-		if len(e.list) == before {
-			check(d, &doc)
 		}
 		if ci == 0 {
 			sc.Name = doc.Name
@@ -148,6 +147,13 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	if sc.Name == "" {
 		sc.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
+	kept := e.list[:firstPass]
+	for _, x := range e.list[firstPass:] {
+		if !failed[x.Pos] {
+			kept = append(kept, x)
+		}
+	}
+	e.list = kept
 	if err := e.err(); err != nil {
 		return nil, err
 	}

@@ -223,10 +223,12 @@ func (d *decoder) decodeKeyedNumbers(n *yaml.Node, path string, dst map[string]*
 		return
 	}
 	seen := map[string]bool{}
+	unknown := false
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		p, ok := dst[k.Value]
 		if !ok {
+			unknown = true
 			d.errorf(k, "%s: unknown key %q (expected %s)%s", path, k.Value, strings.Join(sortedKeys(dst), ", "), suggest(k.Value, sortedKeys(dst)))
 			continue
 		}
@@ -236,7 +238,7 @@ func (d *decoder) decodeKeyedNumbers(n *yaml.Node, path string, dst map[string]*
 		}
 	}
 	for _, k := range sortedKeys(dst) {
-		if !seen[k] {
+		if !seen[k] && !unknown {
 			d.errorf(n, "%s: missing %q (give every key, or one number for all)", path, k)
 		}
 	}

@@ -186,7 +186,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return ExitPass
 		}
-		fmt.Fprintln(stderr, "run 'tollgate help run' for the flags")
+		fmt.Fprintf(stderr, "tollgate run: %v\nrun 'tollgate help run' for the flags\n", err)
 		return ExitInvalid
 	}
 	if fs.NArg() != 1 {
@@ -324,6 +324,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return ExitPass
 		}
+		fmt.Fprintf(stderr, "tollgate validate: %v\n", err)
 		return ExitInvalid
 	}
 	if fs.NArg() == 0 {

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// bin is the tollgate binary built once for the exit-code tests: exit
+// statuses are asserted on the real process, not on a function's return.
+var bin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "tollgate-bin-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "tollgate")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		panic("building tollgate: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func tollgate(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = "../.."
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func readReport(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.ValidateReport(v); err != nil {
+		t.Fatalf("written report does not validate: %v", err)
+	}
+	return v.(map[string]any)
+}
+
+const example = "examples/route-session.yaml"
+
+func TestExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		status   string // report status, when a report is expected
+		noReport bool
+		stdout   string
+		stderr   string
+	}{
+		{name: "pass", args: []string{"run", example}, code: ExitPass, status: "pass", stdout: "route-session — 4 runs, 9 gates: PASS"},
+		{name: "gate fails", args: []string{"run", example, "--set", "vars.max_cached_p50_latency_ratio=0.5"}, code: ExitGateFailed, status: "fail",
+			stdout: "FAIL  cached decode p50 latency beats stateless\n        1.03545 <= 0.917725"},
+		{name: "optional gate failing does not fail the run", args: []string{"run", example, "--set", "gates.0.optional=true", "--set", "vars.max_cached_p50_latency_ratio=0.5"}, code: ExitPass, status: "pass"},
+		{name: "gate errors", args: []string{"run", example, "--set", `gates.0.expr=ratio(1, runs["direct/cached"].phases.decode.queue_wait_ms.p50) > 0`}, code: ExitNotJudged, status: "error",
+			stdout: "error: ratio(1, 0): the denominator is zero"},
+		{name: "no gate", args: []string{"run", example, "--no-gate", "--set", "vars.max_cached_p50_latency_ratio=0.5"}, code: ExitPass, status: "not_gated"},
+		{name: "bad yaml", args: []string{"run", "scenarios/testdata/bad/syntax.yaml"}, code: ExitInvalid, noReport: true, stderr: "scenarios/testdata/bad/syntax.yaml:3:1: YAML syntax error"},
+		{name: "unknown key", args: []string{"run", "scenarios/testdata/bad/unknown-key.yaml"}, code: ExitInvalid, noReport: true, stderr: `unknown field "transprt" (did you mean "transport"?)`},
+		{name: "gate names a missing run", args: []string{"run", example, "--set", `gates.0.expr=runs["direct/cahced"].connections.attempts == 1`}, code: ExitInvalid, noReport: true,
+			stderr: `runs has no "direct/cahced" (did you mean "direct/cached"?)`},
+		{name: "gate does not compile", args: []string{"run", example, "--set", `gates.0.expr=1 < < 2`}, code: ExitInvalid, noReport: true, stderr: "unexpected token"},
+		{name: "unknown --set path", args: []string{"run", example, "--set", "targets.route.nope.x=1"}, code: ExitInvalid, noReport: true, stderr: `--set targets.route.nope.x=1: unknown path: targets.route has no key "nope"`},
+		{name: "missing env var", args: []string{"run", "scenarios/testdata/bad/missing-env.yaml"}, code: ExitInvalid, noReport: true, stderr: "environment variable TOLLGATE_TEST_UNSET is not set"},
+		{name: "unknown flag", args: []string{"run", example, "--jsn-out", "x"}, code: ExitInvalid, noReport: true, stderr: "unknown flag: --jsn-out"},
+		{name: "no scenario", args: []string{"run"}, code: ExitInvalid, noReport: true, stderr: "expected one SCENARIO file"},
+		{name: "unknown command", args: []string{"rnu"}, code: ExitInvalid, noReport: true, stderr: `unknown command "rnu"`},
+		{name: "missing file", args: []string{"run", "nope.yaml"}, code: ExitInvalid, noReport: true, stderr: "nope.yaml: cannot read scenario"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "report.json")
+			r := tollgate(t, append(tc.args, "--json-out", out)...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, tc.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tc.stdout, r.stdout)
+			}
+			if !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, r.stderr)
+			}
+			_, err := os.Stat(out)
+			if tc.noReport {
+				if err == nil {
+					t.Error("a report was written although nothing ran")
+				}
+				return
+			}
+			rep := readReport(t, out)
+			if rep["status"] != tc.status {
+				t.Errorf("report status %v, want %s", rep["status"], tc.status)
+			}
+		})
+	}
+}
+
+func TestUnwritableOutputFailsBeforeRunning(t *testing.T) {
+	r := tollgate(t, "run", example, "--json-out", filepath.Join(t.TempDir(), "missing", "r.json"))
+	if r.code != ExitInvalid || !strings.Contains(r.stderr, "--json-out") || r.stdout != "" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	r := tollgate(t, "run", example, "--quiet")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+func TestReportContent(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report.json")
+	if r := tollgate(t, "run", example, "--json-out", out); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	rep := readReport(t, out)
+	runs := rep["runs"].(map[string]any)
+	p50 := runs["relay/cached"].(map[string]any)["phases"].(map[string]any)["decode"].(map[string]any)["seam_latency_ms"].(map[string]any)["p50"].(float64)
+	if p50 < 1.5054 || p50 > 1.5055 {
+		t.Errorf(`runs["relay/cached"].phases.decode.seam_latency_ms.p50 = %v, want 1.5054 (+ wire slack)`, p50)
+	}
+	sc := rep["scenario"].(map[string]any)
+	if len(sc["sha256"].(string)) != 64 || sc["file"] != example {
+		t.Errorf("scenario info %v", sc)
+	}
+	for _, g := range rep["gates"].([]any) {
+		g := g.(map[string]any)
+		if g["status"] != "pass" {
+			t.Errorf("gate %v: %v", g["name"], g["status"])
+		}
+	}
+}
+
+// The summary is what people read; its format is kept stable by a golden file.
+func TestSummaryGolden(t *testing.T) {
+	r := tollgate(t, "run", example)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	golden := filepath.Join("testdata", "route-session.summary.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(r.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/tollgate -update to create it)", err)
+	}
+	if r.stdout != string(want) {
+		t.Errorf("summary changed; if intended, run go test ./cmd/tollgate -update\n--- got\n%s\n--- want\n%s", r.stdout, want)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	r := tollgate(t, "validate", example, "scenarios/testdata/good/three-nodes.yaml")
+	if r.code != 0 || !strings.Contains(r.stdout, "examples/route-session.yaml: ok — 4 runs (direct/cached, direct/stateless, relay/cached, relay/stateless), 2 phases, 9 gates") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = tollgate(t, "validate", example, "scenarios/testdata/bad/bad-enum.yaml")
+	if r.code != ExitInvalid || !strings.Contains(r.stderr, "bad-enum.yaml:6:12") || !strings.Contains(r.stdout, "route-session.yaml: ok") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestSchemaCommand(t *testing.T) {
+	for _, which := range []string{"scenario", "report"} {
+		r := tollgate(t, "schema", which)
+		var v map[string]any
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v["$schema"] == nil {
+			t.Errorf("schema %s: exit %d, output not a JSON Schema", which, r.code)
+		}
+	}
+	if r := tollgate(t, "schema", "nope"); r.code != ExitInvalid {
+		t.Errorf("unknown schema: exit %d", r.code)
+	}
+	if r := tollgate(t, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "tollgate ") {
+		t.Errorf("version: %d %q", r.code, r.stdout)
+	}
+	if r := tollgate(t, "help", "run"); r.code != 0 || !strings.Contains(r.stdout, "--json-out") {
+		t.Errorf("help run: %d %q", r.code, r.stdout)
+	}
+}

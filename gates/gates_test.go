@@ -1,0 +1,168 @@
+package gates
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/engine"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// seamEnv runs the route-session example for real and returns its gate env.
+func seamEnv(t *testing.T) map[string]any {
+	t.Helper()
+	sc, err := scenarios.Load("../examples/route-session.yaml", scenarios.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := engine.New(sc, engine.Options{})
+	if err := engine.Run(context.Background(), sc, r, engine.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	env, err := Env(r, sc.Vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func spec(name, expr string) Spec {
+	return Spec{Name: name, Expr: expr, Pos: Position{File: "s.yaml", Line: 10, Col: 11}}
+}
+
+func TestVerdicts(t *testing.T) {
+	env := seamEnv(t)
+	for _, tc := range []struct {
+		name, expr string
+		status     string
+		msg        string // substring of the message
+		obsLeft    any    // left side of the first observation, when checked
+	}{
+		{name: "pass", expr: `runs["direct/cached"].phases.decode.seam_latency_ms.p50 <= 0.8 * runs["direct/stateless"].phases.decode.seam_latency_ms.p50`, status: "pass", obsLeft: 1.03545},
+		{name: "fail shows both sides", expr: `runs["relay/cached"].phases.decode.seam_latency_ms.p95 < 1.5`, status: "fail", msg: `runs["relay/cached"].phases.decode.seam_latency_ms.p95 < 1.5: 1.55545 < 1.5 is false`, obsLeft: 1.55545},
+		{name: "all over runs", expr: `all(["direct", "relay"], runs[# + "/cached"].connections.attempts == 1)`, status: "pass"},
+		{name: "run by params", expr: `run({transport: "relay", cache: "stateless"}).connections.attempts == 5`, status: "pass"},
+		{name: "ambiguous run params", expr: `run({cache: "cached"}).connections.attempts == 1`, status: "error", msg: "2 runs match (direct/cached, relay/cached)"},
+		{name: "ratio", expr: `ratio(runs["direct/cached"].phases.decode.tokens_per_s, runs["direct/stateless"].phases.decode.tokens_per_s) >= 1.2`, status: "pass"},
+		{name: "ratio by zero errors", expr: `ratio(1, runs["direct/cached"].phases.decode.queue_wait_ms.p50) > 0`, status: "error", msg: "denominator is zero"},
+		{name: "pct", expr: `pct(runs["direct/stateless"].phases.decode.seam_latency_ms.p50, runs["direct/cached"].phases.decode.seam_latency_ms.p50) > 70`, status: "pass"},
+		{name: "within", expr: `within(runs["direct/cached"].phases.prefill.seam_latency_ms.p50, 3.1185, 0.001)`, status: "pass"},
+		{name: "distinct and samples", expr: `all(values(runs), distinct(samples(#), "activation_id") == 5)`, status: "pass"},
+		{name: "list equality", expr: `runs["direct/cached"].output_tokens == [" amber", " birch", " cedar", " dogwood"]`, status: "pass"},
+		{name: "list inequality fails", expr: `runs["direct/cached"].output_tokens == vars.expected_tokens[0:2]`, status: "fail"},
+		{name: "non-boolean errors", expr: `runs["direct/cached"].phases.decode.tokens_per_s`, status: "error", msg: "must be true or false"},
+		{name: "optional chaining allows absence", expr: `runs["direct/cached"].phases?.nope?.p50 == nil`, status: "pass"},
+		{name: "missing at runtime errors", expr: `all(["direct", "relya"], runs[# + "/cached"].connections.attempts == 1)`, status: "error", msg: `runs has no "relya/cached"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, problems := Compile([]Spec{spec(tc.name, tc.expr)}, env)
+			if len(problems) > 0 {
+				// Runtime misses with dynamic keys also surface at compile
+				// time against the shape, which is the point.
+				if tc.status == "error" && strings.Contains(problems[0].Msg, tc.msg) {
+					return
+				}
+				t.Fatalf("compile: %v", problems)
+			}
+			res := set.Evaluate(env)[0]
+			if res.Status != tc.status {
+				t.Fatalf("status %s (%s), want %s", res.Status, res.Message, tc.status)
+			}
+			if !strings.Contains(res.Message, tc.msg) {
+				t.Errorf("message %q, want it to contain %q", res.Message, tc.msg)
+			}
+			if tc.obsLeft != nil {
+				if len(res.Observations) == 0 || res.Observations[0].Left != tc.obsLeft {
+					t.Errorf("observations %+v, want left %v", res.Observations, tc.obsLeft)
+				}
+			}
+		})
+	}
+}
+
+func TestCompileProblems(t *testing.T) {
+	env := seamEnv(t)
+	for _, tc := range []struct {
+		name, expr, where, msg string
+		pos                    Position
+	}{
+		{name: "misspelt run", expr: `runs["direct/cahced"].phases.decode.seam_latency_ms.p50 < 2`, msg: `runs has no "direct/cahced" (did you mean "direct/cached"?)`, where: "s.yaml:10:11"},
+		{name: "misspelt metric", expr: `runs["direct/cached"].phases.decode.seam_latency.p50 < 2`, msg: `runs["direct/cached"].phases.decode has no "seam_latency" (did you mean "seam_latency_ms"?)`},
+		{name: "misspelt phase", expr: `runs["direct/cached"].phases.decod.seam_latency_ms.p50 < 2`, msg: `has no "decod" (did you mean "decode"?)`},
+		{name: "unknown name", expr: `rusn["x"] < 2`, msg: "unknown name rusn"},
+		{name: "syntax error column", expr: `1 < < 2`, where: "s.yaml:10:15", msg: "unexpected token"},
+		{name: "block scalar position", expr: "true &&\n  1 < < 2", where: "s.yaml:12:9", pos: Position{File: "s.yaml", Line: 10, Col: 11, Block: true, Indent: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := spec(tc.name, tc.expr)
+			if tc.pos.File != "" {
+				s.Pos = tc.pos
+			}
+			_, problems := Compile([]Spec{s}, env)
+			if len(problems) != 1 {
+				t.Fatalf("problems %v, want one", problems)
+			}
+			p := problems[0]
+			if !strings.Contains(p.Msg, tc.msg) {
+				t.Errorf("message %q, want %q", p.Msg, tc.msg)
+			}
+			if tc.where != "" && p.Where != tc.where {
+				t.Errorf("at %s, want %s", p.Where, tc.where)
+			}
+		})
+	}
+}
+
+// A statistic over zero samples is absent, and a gate that reads it errors:
+// it can never pass on a 0.
+func TestAbsentStatisticErrors(t *testing.T) {
+	r := &report.Report{
+		Runs: map[string]*report.Run{"a": {
+			Name: "a", Params: map[string]string{},
+			Phases: map[string]*report.Phase{"decode": {Kind: "decode",
+				SeamMetrics: report.SeamMetricsFrom(nil, nil, nil, 0)}},
+			PhaseOrder: []string{"decode"},
+		}},
+		RunOrder: []string{"a"},
+	}
+	env, err := Env(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := spec("empty", `runs.a.phases.decode.seam_latency_ms.p50 < 1000000`)
+	set := &Set{}
+	compiled, problems := Compile([]Spec{s}, env)
+	// Against this shape the absence is already known at load time…
+	if len(problems) != 1 || !strings.Contains(problems[0].Msg, "has no p50: the statistic is absent because it has 0 samples") {
+		t.Fatalf("problems %v", problems)
+	}
+	// …and at run time against a shape that had it, the gate errors.
+	full := seamEnv(t)
+	compiled, problems = Compile([]Spec{spec("x", `runs["direct/cached"].phases.decode.seam_latency_ms.p50 < 1000000`)}, full)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	set = compiled
+	runs := full["runs"].(map[string]any)
+	dec := runs["direct/cached"].(map[string]any)["phases"].(map[string]any)["decode"].(map[string]any)
+	dec["seam_latency_ms"] = map[string]any{"count": 0.0}
+	res := set.Evaluate(full)[0]
+	if res.Status != report.StatusError || !strings.Contains(res.Message, "0 samples") {
+		t.Errorf("status %s message %q, want error naming 0 samples", res.Status, res.Message)
+	}
+	if tokens := report.SeamMetricsFrom(nil, nil, nil, 0).TokensPerS; tokens != nil {
+		t.Errorf("tokens_per_s over nothing = %v, want absent", *tokens)
+	}
+}
+
+func TestEnvHasNoVerdicts(t *testing.T) {
+	env := seamEnv(t)
+	if _, ok := env["gates"]; ok {
+		t.Error("gates must not see gate results")
+	}
+	if _, ok := env["vars"]; !ok {
+		t.Error("vars missing from the env")
+	}
+}

@@ -1,0 +1,286 @@
+package scenarios
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+// Every file in testdata/bad starts with "# want: LINE:COL: MESSAGE"; loading
+// it must fail with an error at exactly that position that contains MESSAGE.
+func TestBadScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no bad scenarios: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(string(data), "\n")
+			want, ok := strings.CutPrefix(first, "# want: ")
+			if !ok {
+				t.Fatalf("%s: first line must be '# want: LINE:COL: MESSAGE'", f)
+			}
+			_, err = Load(f, Options{LookupEnv: noEnv})
+			if err == nil {
+				t.Fatalf("loaded without error; want %q", want)
+			}
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("error is %T, not an ErrorList: %v", err, err)
+			}
+			for _, e := range list {
+				if e.Pos.Line == 0 {
+					t.Errorf("error without a position: %v", e)
+				}
+			}
+			if !strings.Contains(err.Error(), f+":"+want) {
+				t.Errorf("errors:\n%v\nwant one containing:\n%s:%s", err, f, want)
+			}
+		})
+	}
+}
+
+func TestAllErrorsAtOnce(t *testing.T) {
+	src := `targets:
+  route:
+    kind: seam
+    transprt: direct
+    cache: cachd
+phases:
+  decode: {tokens: x}
+`
+	_, err := Parse("multi.yaml", []byte(src), Options{LookupEnv: noEnv})
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("want ErrorList, got %v", err)
+	}
+	for _, want := range []string{`multi.yaml:4:5: targets.route: unknown field "transprt"`, `multi.yaml:5:12: targets.route.cache`, `multi.yaml:7:20: phases.decode.tokens`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+func TestMatrixExpansion(t *testing.T) {
+	src := `matrix:
+  transport: [direct, relay]
+  cache: [cached, stateless]
+targets:
+  route: {kind: seam, transport: "${matrix.transport}", cache: "${matrix.cache}"}
+phases: {prefill: {}}
+`
+	sc, err := Parse("m.yaml", []byte(src), Options{LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range sc.Runs {
+		names = append(names, r.Name)
+		if r.Target.Seam.Transport != r.Params[0].Value || r.Target.Seam.Cache != r.Params[1].Value {
+			t.Errorf("run %s: target has %s/%s", r.Name, r.Target.Seam.Transport, r.Target.Seam.Cache)
+		}
+	}
+	want := []string{"direct/cached", "direct/stateless", "relay/cached", "relay/stateless"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("runs %v, want %v", names, want)
+	}
+}
+
+func TestSeveralTargetsPrefixRunNames(t *testing.T) {
+	src := `matrix: {cache: [cached, stateless]}
+targets:
+  a: {kind: seam, transport: direct, cache: "${matrix.cache}"}
+  b: {kind: seam, transport: relay, cache: "${matrix.cache}"}
+phases: {prefill: {}}
+`
+	sc, err := Parse("t.yaml", []byte(src), Options{LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range sc.Runs {
+		names = append(names, r.Name)
+	}
+	want := []string{"a/cached", "b/cached", "a/stateless", "b/stateless"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("runs %v, want %v", names, want)
+	}
+}
+
+func TestInterpolation(t *testing.T) {
+	env := func(k string) (string, bool) {
+		if k == "TOLLGATE_TEST_MODE" {
+			return "direct", true
+		}
+		return "", false
+	}
+	for _, tc := range []struct {
+		name string
+		env  func(string) (string, bool)
+		mode string
+	}{
+		{name: "env default", env: noEnv, mode: "relay"},
+		{name: "env set", env: env, mode: "direct"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := Load("testdata/good/three-nodes.yaml", Options{LookupEnv: tc.env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := sc.Runs[0].Target.Seam
+			if s.Transport != tc.mode {
+				t.Errorf("transport %q, want %q", s.Transport, tc.mode)
+			}
+			if s.ActivationBytes != 8192 {
+				t.Errorf("activation_bytes %d, want 8192 (from ${vars.size} = 8KiB)", s.ActivationBytes)
+			}
+			if sc.Vars["mode"] != tc.mode {
+				t.Errorf("vars.mode %v, want %q", sc.Vars["mode"], tc.mode)
+			}
+			if got := sc.Gates[0].Expr; got != `"${not a ref}" == "$" + "{not a ref}"` {
+				t.Errorf("escape: expr %q", got)
+			}
+		})
+	}
+}
+
+func TestWholeReferenceKeepsType(t *testing.T) {
+	src := `vars:
+  tokens: [x, y, z]
+  n: 2
+targets:
+  route: {kind: seam, transport: direct, cache: cached, output_tokens: "${vars.tokens}"}
+phases:
+  decode: {tokens: "${vars.n}"}
+`
+	sc, err := Parse("q.yaml", []byte(src), Options{LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.Runs[0].Target.Seam.OutputTokens; !reflect.DeepEqual(got, []string{"x", "y", "z"}) {
+		t.Errorf("output_tokens %v", got)
+	}
+	if sc.Phases[0].Tokens != 2 {
+		t.Errorf("tokens %d", sc.Phases[0].Tokens)
+	}
+}
+
+func TestSet(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sets    []string
+		wantErr string
+		check   func(t *testing.T, sc *Scenario)
+	}{
+		{name: "overrides a value", sets: []string{"targets.route.activation_bytes=8192"}, check: func(t *testing.T, sc *Scenario) {
+			if sc.Runs[0].Target.Seam.ActivationBytes != 8192 {
+				t.Errorf("activation_bytes %d", sc.Runs[0].Target.Seam.ActivationBytes)
+			}
+		}},
+		{name: "parses YAML", sets: []string{"targets.route.output_tokens=[p, q]"}, check: func(t *testing.T, sc *Scenario) {
+			if !reflect.DeepEqual(sc.Runs[0].Target.Seam.OutputTokens, []string{"p", "q"}) {
+				t.Errorf("output_tokens %v", sc.Runs[0].Target.Seam.OutputTokens)
+			}
+		}},
+		{name: "overrides a var before interpolation", sets: []string{"vars.mode=direct"}, check: func(t *testing.T, sc *Scenario) {
+			if sc.Runs[0].Target.Seam.Transport != "direct" {
+				t.Errorf("transport %q", sc.Runs[0].Target.Seam.Transport)
+			}
+		}},
+		{name: "adds an optional field", sets: []string{"targets.route.session_id=s1"}, check: func(t *testing.T, sc *Scenario) {
+			if sc.Runs[0].Target.Seam.SessionID != "s1" {
+				t.Errorf("session_id %q", sc.Runs[0].Target.Seam.SessionID)
+			}
+		}},
+		{name: "indexes lists", sets: []string{"gates.0.name=renamed"}, check: func(t *testing.T, sc *Scenario) {
+			if sc.Gates[0].Name != "renamed" {
+				t.Errorf("gate name %q", sc.Gates[0].Name)
+			}
+		}},
+		{name: "unknown intermediate key", sets: []string{"targets.rout.cache=cached"}, wantErr: `--set targets.rout.cache=cached: unknown path: targets has no key "rout" (did you mean "route"?)`},
+		{name: "unknown field", sets: []string{"targets.route.cahce=cached"}, wantErr: `--set targets.route.cahce=cached: targets.route: unknown field "cahce" (did you mean "cache"?)`},
+		{name: "wrong type", sets: []string{"targets.route.activation_bytes=[1]"}, wantErr: `--set targets.route.activation_bytes=[1]: targets.route.activation_bytes: expected a size`},
+		{name: "no equals", sets: []string{"targets.route.cache"}, wantErr: "expected PATH=VALUE"},
+		{name: "index out of range", sets: []string{"gates.5.name=x"}, wantErr: `gates is a list of 1; "5" is not an index`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := Load("testdata/good/three-nodes.yaml", Options{Sets: tc.sets, LookupEnv: noEnv})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, sc)
+		})
+	}
+}
+
+func TestSHA256ChangesWithEffectiveScenario(t *testing.T) {
+	a, err := Load("testdata/good/three-nodes.yaml", Options{LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load("testdata/good/three-nodes.yaml", Options{LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load("testdata/good/three-nodes.yaml", Options{LookupEnv: noEnv, Sets: []string{"vars.size=16KiB"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.SHA256 != b.SHA256 || a.SHA256 == c.SHA256 || len(a.SHA256) != 64 {
+		t.Errorf("sha256: same file %s vs %s; with --set %s", a.SHA256, b.SHA256, c.SHA256)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Size
+		err  bool
+	}{
+		{in: "4096", want: 4096}, {in: "4KiB", want: 4096}, {in: "4KB", want: 4000}, {in: "1.5MiB", want: 1572864},
+		{in: "2 GiB", want: 2 << 30}, {in: "4XB", err: true}, {in: "lots", err: true}, {in: "0.5B", err: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseSize(tc.in)
+			if (err != nil) != tc.err || (!tc.err && got != tc.want) {
+				t.Errorf("ParseSize(%q) = %d, %v", tc.in, got, err)
+			}
+		})
+	}
+}
+
+func TestExamplesLoad(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no examples")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(data), "# yaml-language-server: $schema=") {
+				t.Errorf("%s must start with the yaml-language-server schema comment", f)
+			}
+			if _, err := Load(f, Options{LookupEnv: noEnv}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
