@@ -1,0 +1,258 @@
+// Package openai drives OpenAI-compatible servers (vLLM, SGLang, llama.cpp,
+// FreeToken, Ollama, ...) and measures each request at the client boundary,
+// with the metric definitions of DESIGN.md.
+package openai
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+)
+
+// Token count sources, reported as token_count_source.
+const (
+	SourceUsage     = "usage"      // the server's usage object
+	SourceTimings   = "timings"    // llama.cpp's timings object (no usage sent)
+	SourceSSEEvents = "sse_events" // counted token-bearing events; the server gave no counts
+)
+
+// Metrics are the per-request measurements. Optional figures are nil pointers
+// when they cannot be computed (never 0 or NaN), so aggregates can skip them.
+type Metrics struct {
+	// TTFBMs: request start → first response byte.
+	TTFBMs *float64 `json:"ttfb_ms,omitempty"`
+	// TTFTMs: request start → first event with a non-empty content,
+	// reasoning_content/reasoning, tool_calls delta or completions text.
+	TTFTMs *float64 `json:"ttft_ms,omitempty"`
+	// E2EMs: request start → end of stream.
+	E2EMs float64 `json:"e2e_ms"`
+	// DecodeTokensPerS: (completion_tokens − 1) / (t_last_token − t_first_token).
+	DecodeTokensPerS *float64 `json:"decode_tokens_per_s,omitempty"`
+	// TPOTMs: (t_last_token − t_first_token) / (completion_tokens − 1).
+	TPOTMs *float64 `json:"tpot_ms,omitempty"`
+	// ITLMs: gaps between consecutive token-bearing events.
+	ITLMs []float64 `json:"itl_ms,omitempty"`
+	// PrefillTokensPerS: (prompt_tokens − cached_tokens) / ttft.
+	PrefillTokensPerS *float64 `json:"prefill_tokens_per_s,omitempty"`
+
+	PromptTokens     *int `json:"prompt_tokens,omitempty"`
+	CompletionTokens *int `json:"completion_tokens,omitempty"`
+	CachedTokens     *int `json:"cached_tokens,omitempty"`
+	// TokenCountSource is SourceUsage, SourceTimings or SourceSSEEvents.
+	TokenCountSource string `json:"token_count_source,omitempty"`
+
+	SSETokenEvents     int    `json:"sse_token_events"`
+	SSEEvents          int    `json:"sse_events"`
+	FinishReason       string `json:"finish_reason,omitempty"`
+	OutputTextBytes    int    `json:"output_text_bytes"`
+	ReasoningTextBytes int    `json:"reasoning_text_bytes,omitempty"`
+	DoneSeen           bool   `json:"done_seen"`
+	UsageSeen          bool   `json:"usage_seen"`
+	KeepAliveComments  int    `json:"keepalive_comments,omitempty"`
+}
+
+// StreamError is an error the server reported inside the stream, as a
+// {"error": {...}} data line, {"object": "error", ...} or "event: error".
+type StreamError struct {
+	Message string `json:"message"`
+	Type    string `json:"type,omitempty"`
+	Code    string `json:"code,omitempty"`
+}
+
+func (e *StreamError) Error() string {
+	s := "server error event: " + e.Message
+	if e.Type != "" || e.Code != "" {
+		s += fmt.Sprintf(" (type %q, code %q)", e.Type, e.Code)
+	}
+	return s
+}
+
+// Accumulator turns the SSE events of one streamed request into Metrics.
+// Times are offsets from the request start, on a monotonic clock, taken when
+// the bytes arrived. Reuse one per worker with Reset; not safe for concurrent
+// use.
+type Accumulator struct {
+	ci chunkInfo
+
+	ttfb    time.Duration
+	ttfbSet bool
+
+	tokenEvents       int
+	firstTok, lastTok time.Duration
+	itl               []float64
+
+	events         int
+	contentBytes   int
+	reasoningBytes int
+	finish         string
+	done           bool
+	usage          bool
+	prompt, compl  int
+	cachedSet      bool
+	cached         int
+	timings        bool
+	promptN, predN int
+	cacheNSet      bool
+	cacheN         int
+}
+
+// NewAccumulator returns an empty accumulator.
+func NewAccumulator() *Accumulator { return &Accumulator{} }
+
+// Reset prepares for a new request; itlCap pre-sizes the ITL list (e.g.
+// max_tokens) so appends do not reallocate on the hot path.
+func (a *Accumulator) Reset(itlCap int) {
+	*a = Accumulator{}
+	if itlCap > 0 {
+		a.itl = make([]float64, 0, min(itlCap, 1<<16))
+	}
+}
+
+// FirstByte records the time of the first response byte.
+func (a *Accumulator) FirstByte(at time.Duration) {
+	if !a.ttfbSet {
+		a.ttfb, a.ttfbSet = at, true
+	}
+}
+
+// TokenEvents is the number of token-bearing events so far.
+func (a *Accumulator) TokenEvents() int { return a.tokenEvents }
+
+// Done reports whether [DONE] was seen.
+func (a *Accumulator) Done() bool { return a.done }
+
+var eventError = []byte("error")
+
+// Event accounts one SSE event. It returns a *StreamError for an error event
+// and a decoding error for a chunk that is not JSON. Events after [DONE] are
+// ignored.
+func (a *Accumulator) Event(ev *sse.Event) error {
+	if a.done {
+		return nil
+	}
+	a.events++
+	if ev.Done {
+		a.done = true
+		return nil
+	}
+	if bytes.Equal(ev.Name, eventError) {
+		return decodeStreamError(ev.Data)
+	}
+	ci := &a.ci
+	if err := parseChunk(ev.Data, ci); err != nil {
+		return err
+	}
+	if ci.errRaw != nil {
+		return decodeStreamError(ci.errRaw)
+	}
+	if ci.tokens {
+		if a.tokenEvents == 0 {
+			a.firstTok = ev.At
+		} else {
+			a.itl = append(a.itl, durMs(ev.At-a.lastTok))
+		}
+		a.lastTok = ev.At
+		a.tokenEvents++
+	}
+	a.contentBytes += ci.contentBytes
+	a.reasoningBytes += ci.reasoningBytes
+	if ci.finish != nil {
+		a.finish = internFinish(ci.finish)
+	}
+	if ci.usage {
+		// Last wins: servers with continuous usage send running totals.
+		a.usage = true
+		a.prompt, a.compl = ci.prompt, ci.completion
+		if ci.cachedSet {
+			a.cachedSet, a.cached = true, ci.cached
+		}
+	}
+	if ci.timings {
+		a.timings = true
+		a.promptN, a.predN = ci.promptN, ci.predictedN
+		a.cacheNSet, a.cacheN = ci.cacheNSet, ci.cacheN
+	}
+	return nil
+}
+
+// internFinish avoids an allocation per request for the common values.
+func internFinish(b []byte) string {
+	switch string(b) {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "abort":
+		return "abort"
+	case "":
+		return ""
+	}
+	return string(b)
+}
+
+// Metrics computes the per-request figures; end is the end-of-stream offset.
+// The ITL slice is handed over: Reset before reusing the accumulator.
+func (a *Accumulator) Metrics(end time.Duration) Metrics {
+	m := Metrics{
+		E2EMs:              durMs(end),
+		ITLMs:              a.itl,
+		SSETokenEvents:     a.tokenEvents,
+		SSEEvents:          a.events,
+		FinishReason:       a.finish,
+		OutputTextBytes:    a.contentBytes,
+		ReasoningTextBytes: a.reasoningBytes,
+		DoneSeen:           a.done,
+		UsageSeen:          a.usage,
+	}
+	if a.ttfbSet {
+		m.TTFBMs = ptr(durMs(a.ttfb))
+	}
+	var ttft time.Duration
+	if a.tokenEvents > 0 {
+		ttft = a.firstTok
+		m.TTFTMs = ptr(durMs(ttft))
+	}
+	var completion int
+	switch {
+	case a.usage:
+		m.TokenCountSource = SourceUsage
+		completion = a.compl
+		m.PromptTokens = ptr(a.prompt)
+		if a.cachedSet {
+			m.CachedTokens = ptr(a.cached)
+		}
+	case a.timings:
+		// llama.cpp's prompt_n counts only the evaluated prompt tokens;
+		// cache_n are the reused ones, so the prompt is their sum.
+		m.TokenCountSource = SourceTimings
+		completion = a.predN
+		m.PromptTokens = ptr(a.promptN + a.cacheN)
+		if a.cacheNSet {
+			m.CachedTokens = ptr(a.cacheN)
+		}
+	default:
+		m.TokenCountSource = SourceSSEEvents
+		completion = a.tokenEvents
+	}
+	m.CompletionTokens = ptr(completion)
+	if span := a.lastTok - a.firstTok; a.tokenEvents > 0 && completion >= 2 && span > 0 {
+		m.DecodeTokensPerS = ptr(float64(completion-1) / span.Seconds())
+		m.TPOTMs = ptr(durMs(span) / float64(completion-1))
+	}
+	if m.PromptTokens != nil && ttft > 0 {
+		cached := 0
+		if m.CachedTokens != nil {
+			cached = *m.CachedTokens
+		}
+		m.PrefillTokensPerS = ptr(float64(*m.PromptTokens-cached) / ttft.Seconds())
+	}
+	return m
+}
+
+func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,584 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+)
+
+// Defaults applied by New when a Config field is zero.
+const (
+	DefaultReadBufferBytes = 64 << 10
+	DefaultMaxConns        = 64
+	DefaultConnectTimeout  = 10 * time.Second
+	// errorSnippetBytes caps the response body quoted in an http_status error.
+	errorSnippetBytes = 512
+	// metadataBytes caps what Metadata keeps per endpoint.
+	metadataBytes = 64 << 10
+	// jsonBodyBytes caps a non-streamed response body.
+	jsonBodyBytes = 16 << 20
+)
+
+// Config describes one OpenAI-compatible target.
+type Config struct {
+	// BaseURL is the server root, e.g. http://127.0.0.1:8000 (a trailing /v1
+	// is accepted and dropped; paths are added as /v1/...).
+	BaseURL string
+	// APIKey is the key's value (the caller reads it from the environment);
+	// sent as "Authorization: Bearer ...", never reported.
+	APIKey string
+	// Headers are sent with every request (e.g. X-Meshnet-Session).
+	Headers map[string]string
+	// ExtraBody is deep-merged into every request body after the defaults; a
+	// key set to nil removes that default.
+	ExtraBody map[string]any
+
+	ConnectTimeout    time.Duration // TCP+TLS connect; DefaultConnectTimeout when 0
+	FirstTokenTimeout time.Duration // request start → first token event; 0: none
+	IdleTimeout       time.Duration // max gap between events after the first token; 0: none
+	TotalTimeout      time.Duration // whole request; 0: none
+
+	// CAFile is a PEM bundle trusted in addition to the system roots.
+	// Certificate verification is never disabled.
+	CAFile string
+	// MaxConns sizes the keep-alive pool; set it to the run's concurrency.
+	MaxConns int
+	// ReadBufferBytes is the socket read size (DefaultReadBufferBytes when 0).
+	ReadBufferBytes int
+	// MaxLineBytes caps one SSE line (sse.DefaultMaxLineBytes when 0).
+	MaxLineBytes int
+}
+
+// Client talks to one target. It is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	base    string
+	http    *http.Client
+	secrets []string
+	bufs    sync.Pool
+
+	mu           sync.Mutex
+	countMethod  string // the CountTokens method that last worked
+	tokenizeForm int    // the /tokenize body form that last worked
+}
+
+// New validates cfg and builds a client with its own connection pool.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai: base URL %q must be http(s)://host[:port]", cfg.BaseURL)
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
+	u.RawQuery, u.Fragment = "", ""
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.ReadBufferBytes <= 0 {
+		cfg.ReadBufferBytes = DefaultReadBufferBytes
+	}
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("openai: read CA file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("openai: CA file %s holds no PEM certificate", cfg.CAFile)
+		}
+		tlsConf.RootCAs = pool
+	}
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     tlsConf,
+		TLSHandshakeTimeout: cfg.ConnectTimeout,
+		MaxIdleConns:        cfg.MaxConns,
+		MaxIdleConnsPerHost: cfg.MaxConns,
+		IdleConnTimeout:     90 * time.Second,
+		// gzip would buffer the stream and hide arrival times.
+		DisableCompression: true,
+		ReadBufferSize:     cfg.ReadBufferBytes,
+		WriteBufferSize:    32 << 10,
+	}
+	c := &Client{
+		cfg:  cfg,
+		base: u.String(),
+		http: &http.Client{Transport: tr},
+	}
+	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
+	if cfg.APIKey != "" {
+		c.secrets = append(c.secrets, cfg.APIKey)
+	}
+	for k, v := range cfg.Headers {
+		switch strings.ToLower(k) {
+		case "authorization", "proxy-authorization", "x-api-key", "api-key":
+			if v != "" {
+				c.secrets = append(c.secrets, v)
+			}
+		}
+	}
+	return c, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// redact removes secret values from text that may reach a report or log.
+func (c *Client) redact(s string) string {
+	for _, sec := range c.secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+// newRequest builds a request with auth and configured headers.
+func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
+	if err != nil {
+		return nil, fmt.Errorf("openai: build request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	for k, v := range c.cfg.Headers {
+		req.Header.Set(k, v)
+	}
+	return req, nil
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Endpoints for Request.Endpoint.
+const (
+	EndpointChat        = "chat"        // /v1/chat/completions with messages
+	EndpointCompletions = "completions" // /v1/completions with prompt
+)
+
+// Request is one generation request.
+type Request struct {
+	Endpoint  string // EndpointChat (default) or EndpointCompletions
+	Model     string
+	Messages  []Message // chat
+	Prompt    string    // completions
+	MaxTokens int       // 0: not sent
+	// Stream requests SSE; false measures latency only, with usage from the
+	// JSON body.
+	Stream bool
+	// ExtraBody is merged after Config.ExtraBody, for per-request fields.
+	ExtraBody map[string]any
+}
+
+// ErrorClass classifies a failed request.
+type ErrorClass string
+
+// Error classes.
+const (
+	ClassConnect           ErrorClass = "connect"
+	ClassTimeoutFirstToken ErrorClass = "timeout_first_token"
+	ClassTimeoutIdle       ErrorClass = "timeout_idle"
+	ClassTimeoutTotal      ErrorClass = "timeout_total"
+	ClassHTTPStatus        ErrorClass = "http_status"
+	// ClassProtocol covers malformed streams, oversized lines and error
+	// events sent inside a 200 stream (then Unwrap yields a *StreamError).
+	ClassProtocol ErrorClass = "protocol"
+	ClassReset    ErrorClass = "reset"
+	ClassCanceled ErrorClass = "canceled"
+)
+
+// Error is a classified request failure. Message never holds the API key.
+type Error struct {
+	Class   ErrorClass `json:"class"`
+	Status  int        `json:"status,omitempty"`
+	Message string     `json:"message"`
+	cause   error
+}
+
+func (e *Error) Error() string { return "openai: " + string(e.Class) + ": " + e.Message }
+
+// Unwrap returns the underlying error (e.g. *StreamError, *sse.LimitError).
+func (e *Error) Unwrap() error { return e.cause }
+
+// Result is the outcome of one request: metrics (possibly partial), transport
+// facts and, on failure, the classified error.
+type Result struct {
+	Metrics
+	HTTPStatus    int    `json:"http_status,omitempty"`
+	BytesReceived int64  `json:"bytes_received"`
+	Err           *Error `json:"error,omitempty"`
+}
+
+// Causes set on the request context so a failed read can be classified.
+var (
+	errFirstToken = errors.New("first-token timeout")
+	errIdle       = errors.New("idle timeout")
+	errTotal      = errors.New("total timeout")
+)
+
+func (c *Client) fail(class ErrorClass, status int, msg string, cause error) *Error {
+	return &Error{Class: class, Status: status, Message: c.redact(msg), cause: cause}
+}
+
+// classify maps a transport error to a class, looking first at why the
+// request context ended.
+func (c *Client) classify(ctx context.Context, err error, during string) *Error {
+	if ctx.Err() != nil {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errFirstToken):
+			return c.fail(ClassTimeoutFirstToken, 0, fmt.Sprintf("no token within %s", c.cfg.FirstTokenTimeout), cause)
+		case errors.Is(cause, errIdle):
+			return c.fail(ClassTimeoutIdle, 0, fmt.Sprintf("no event for %s", c.cfg.IdleTimeout), cause)
+		case errors.Is(cause, errTotal):
+			return c.fail(ClassTimeoutTotal, 0, fmt.Sprintf("request exceeded %s", c.cfg.TotalTimeout), cause)
+		default:
+			return c.fail(ClassCanceled, 0, during+": "+cause.Error(), cause)
+		}
+	}
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var unkCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	switch {
+	case errors.As(err, &opErr) && opErr.Op == "dial",
+		errors.As(err, &dnsErr), errors.As(err, &certErr), errors.As(err, &recErr),
+		errors.As(err, &unkCA), errors.As(err, &hostErr):
+		return c.fail(ClassConnect, 0, err.Error(), err)
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE):
+		return c.fail(ClassReset, 0, during+": "+err.Error(), err)
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() && during == "connect" {
+		return c.fail(ClassConnect, 0, err.Error(), err)
+	}
+	return c.fail(ClassReset, 0, during+": "+err.Error(), err)
+}
+
+// buildBody assembles the JSON body: defaults, then Config.ExtraBody, then
+// Request.ExtraBody, then the request's own fields.
+func (c *Client) buildBody(req Request) (path string, body []byte, err error) {
+	b := map[string]any{
+		"temperature": 0,
+		"top_p":       1,
+		"stream":      req.Stream,
+		"ignore_eos":  true,
+		// FreeToken and vLLM/SGLang spell "thinking off" differently.
+		"thinking":             map[string]any{"type": "disabled"},
+		"chat_template_kwargs": map[string]any{"enable_thinking": false},
+	}
+	if req.Stream {
+		// vLLM rejects stream_options on non-streamed requests.
+		b["stream_options"] = map[string]any{"include_usage": true}
+	}
+	mergeBody(b, c.cfg.ExtraBody)
+	mergeBody(b, req.ExtraBody)
+	if req.Model != "" {
+		b["model"] = req.Model
+	}
+	if req.MaxTokens > 0 {
+		b["max_tokens"] = req.MaxTokens
+	}
+	switch req.Endpoint {
+	case "", EndpointChat:
+		path = "/v1/chat/completions"
+		b["messages"] = req.Messages
+	case EndpointCompletions:
+		path = "/v1/completions"
+		b["prompt"] = req.Prompt
+	default:
+		return "", nil, fmt.Errorf("openai: unknown endpoint %q (want %q or %q)", req.Endpoint, EndpointChat, EndpointCompletions)
+	}
+	body, err = json.Marshal(b)
+	if err != nil {
+		return "", nil, fmt.Errorf("openai: encode request body: %w", err)
+	}
+	return path, body, nil
+}
+
+// mergeBody deep-merges src into dst: nested maps merge, nil deletes, other
+// values replace. src is never aliased, so later merges cannot mutate it.
+func mergeBody(dst, src map[string]any) {
+	for k, v := range src {
+		if v == nil {
+			delete(dst, k)
+			continue
+		}
+		if sm, ok := v.(map[string]any); ok {
+			dm, ok := dst[k].(map[string]any)
+			if !ok {
+				dm = map[string]any{}
+			} else {
+				dm = cloneMap(dm)
+			}
+			mergeBody(dm, sm)
+			dst[k] = dm
+			continue
+		}
+		dst[k] = v
+	}
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if mm, ok := v.(map[string]any); ok {
+			v = cloneMap(mm)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// Stream sends one generation request and measures it. The returned error is
+// Result.Err (nil on success); Result holds whatever was measured either way.
+func (c *Client) Stream(ctx context.Context, req Request) (Result, error) {
+	var res Result
+	path, body, err := c.buildBody(req)
+	if err != nil {
+		res.Err = c.fail(ClassProtocol, 0, err.Error(), err)
+		return res, res.Err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.cfg.TotalTimeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeoutCause(ctx, c.cfg.TotalTimeout, errTotal)
+		defer cancelT()
+	}
+
+	acc := NewAccumulator()
+	acc.Reset(req.MaxTokens)
+	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
+	if err != nil {
+		res.Err = c.fail(ClassProtocol, 0, err.Error(), err)
+		return res, res.Err
+	}
+	var start time.Time
+	var firstByte time.Duration
+	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotFirstResponseByte: func() { firstByte = time.Since(start) },
+	}))
+
+	var firstTimer *time.Timer
+	// A non-streamed answer has no first token: TotalTimeout bounds it.
+	if c.cfg.FirstTokenTimeout > 0 && req.Stream {
+		firstTimer = time.AfterFunc(c.cfg.FirstTokenTimeout, func() { cancel(errFirstToken) })
+		defer firstTimer.Stop()
+	}
+
+	start = time.Now()
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		res.Err = c.classify(ctx, err, "connect")
+		res.E2EMs = durMs(time.Since(start))
+		return res, res.Err
+	}
+	defer resp.Body.Close()
+	if firstByte == 0 {
+		firstByte = time.Since(start)
+	}
+	acc.FirstByte(firstByte)
+	res.HTTPStatus = resp.StatusCode
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+1))
+		res.BytesReceived = int64(len(snip))
+		// No token figures for a refused request: only what was measured.
+		res.Metrics = Metrics{TTFBMs: ptr(durMs(firstByte)), E2EMs: durMs(time.Since(start))}
+		msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		if s := strings.TrimSpace(snippet(snip, errorSnippetBytes)); s != "" {
+			msg += ": " + s
+		}
+		res.Err = c.fail(ClassHTTPStatus, resp.StatusCode, msg, nil)
+		return res, res.Err
+	}
+
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if ct != "text/event-stream" {
+		// Non-streamed (or a server that ignored stream: true).
+		if firstTimer != nil {
+			firstTimer.Stop()
+		}
+		return c.readJSONBody(ctx, resp, start, acc, res)
+	}
+
+	bufp := c.bufs.Get().(*[]byte)
+	defer c.bufs.Put(bufp)
+	buf := *bufp
+	parser := sse.NewParser(c.cfg.MaxLineBytes)
+
+	var idleTimer *time.Timer
+	defer func() {
+		if idleTimer != nil {
+			idleTimer.Stop()
+		}
+	}()
+	var streamErr error
+	emit := func(ev *sse.Event) error {
+		had := acc.TokenEvents()
+		if err := acc.Event(ev); err != nil {
+			return err
+		}
+		if had == 0 && acc.TokenEvents() > 0 {
+			// Prefill is over: switch from the first-token to the idle clock.
+			if firstTimer != nil {
+				firstTimer.Stop()
+			}
+			if c.cfg.IdleTimeout > 0 {
+				idleTimer = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errIdle) })
+			}
+		} else if idleTimer != nil {
+			idleTimer.Reset(c.cfg.IdleTimeout)
+		}
+		return nil
+	}
+	var last time.Duration
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			// Timestamp before parsing: arrival time, not parse time.
+			last = time.Since(start)
+			res.BytesReceived += int64(n)
+			if err := parser.Feed(buf[:n], last, emit); err != nil {
+				streamErr = err
+				break
+			}
+		}
+		if rerr == io.EOF {
+			if err := parser.Flush(last, emit); err != nil {
+				streamErr = err
+			}
+			break
+		}
+		if rerr != nil {
+			res.Err = c.classify(ctx, rerr, "read stream")
+			break
+		}
+	}
+	end := time.Since(start)
+	res.Metrics = acc.Metrics(end)
+	res.KeepAliveComments = parser.Comments()
+	if streamErr != nil && res.Err == nil {
+		res.Err = c.fail(ClassProtocol, 0, streamErr.Error(), streamErr)
+	}
+	if res.Err != nil {
+		return res, res.Err
+	}
+	return res, nil
+}
+
+// nonStreamBody is the part of a non-streamed response we account.
+type nonStreamBody struct {
+	Choices []struct {
+		Message *struct {
+			Content          *string           `json:"content"`
+			ReasoningContent *string           `json:"reasoning_content"`
+			Reasoning        *string           `json:"reasoning"`
+			ToolCalls        []json.RawMessage `json:"tool_calls"`
+		} `json:"message"`
+		Text         *string `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage   *usageJSON      `json:"usage"`
+	Timings *timingsJSON    `json:"timings"`
+	Error   json.RawMessage `json:"error"`
+}
+
+func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start time.Time, acc *Accumulator, res Result) (Result, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, jsonBodyBytes))
+	end := time.Since(start)
+	res.BytesReceived = int64(len(data))
+	res.Metrics = acc.Metrics(end)
+	res.TokenCountSource = ""
+	res.CompletionTokens = nil
+	if err != nil {
+		res.Err = c.classify(ctx, err, "read body")
+		return res, res.Err
+	}
+	var b nonStreamBody
+	if err := json.Unmarshal(data, &b); err != nil {
+		res.Err = c.fail(ClassProtocol, 0, fmt.Sprintf("decode response %q: %v", snippet(data, 200), err), err)
+		return res, res.Err
+	}
+	if len(b.Error) > 0 && string(b.Error) != "null" {
+		se := decodeStreamError(b.Error)
+		res.Err = c.fail(ClassProtocol, 0, se.Error(), se)
+		return res, res.Err
+	}
+	for _, ch := range b.Choices {
+		if m := ch.Message; m != nil {
+			if m.Content != nil {
+				res.OutputTextBytes += len(*m.Content)
+			}
+			for _, r := range []*string{m.ReasoningContent, m.Reasoning} {
+				if r != nil {
+					res.ReasoningTextBytes += len(*r)
+				}
+			}
+		}
+		if ch.Text != nil {
+			res.OutputTextBytes += len(*ch.Text)
+		}
+		if ch.FinishReason != nil {
+			res.FinishReason = *ch.FinishReason
+		}
+	}
+	switch {
+	case b.Usage != nil:
+		res.TokenCountSource = SourceUsage
+		res.UsageSeen = true
+		res.PromptTokens = ptr(deref(b.Usage.PromptTokens))
+		res.CompletionTokens = ptr(deref(b.Usage.CompletionTokens))
+		if d := b.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+			res.CachedTokens = ptr(*d.CachedTokens)
+		}
+	case b.Timings != nil:
+		res.TokenCountSource = SourceTimings
+		res.PromptTokens = ptr(deref(b.Timings.PromptN) + deref(b.Timings.CacheN))
+		res.CompletionTokens = ptr(deref(b.Timings.PredictedN))
+		if b.Timings.CacheN != nil {
+			res.CachedTokens = ptr(*b.Timings.CacheN)
+		}
+	}
+	return res, nil
+}

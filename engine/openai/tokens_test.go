@@ -1,0 +1,171 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// templateOverhead mimics a chat template's extra tokens.
+const templateOverhead = 5
+
+// wsCount is the test servers' tokenizer: whitespace-separated words.
+func wsCount(messages []Message) int {
+	n := 0
+	for _, m := range messages {
+		n += len(strings.Fields(m.Content))
+	}
+	return n + templateOverhead
+}
+
+// tokenServer answers only the counting method it is told to support.
+func tokenServer(t *testing.T, method, tokenizeForm string, requests *atomic.Int32) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		var body struct {
+			Model    string    `json:"model"`
+			Messages []Message `json:"messages"`
+			Prompt   *string   `json:"prompt"`
+			Content  *string   `json:"content"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch {
+		case method == MethodCountTokens && r.URL.Path == "/v1/messages/count_tokens":
+			fmt.Fprintf(w, `{"input_tokens":%d}`, wsCount(body.Messages))
+		case method == MethodTokenize && r.URL.Path == "/tokenize":
+			switch {
+			case tokenizeForm == "messages" && body.Messages != nil:
+				fmt.Fprintf(w, `{"count":%d,"max_model_len":32768,"tokens":[]}`, wsCount(body.Messages))
+			case tokenizeForm == "content" && body.Content != nil: // llama.cpp
+				n := len(strings.Fields(*body.Content))
+				toks := make([]int, n)
+				b, _ := json.Marshal(map[string]any{"tokens": toks})
+				w.Write(b)
+			default:
+				http.Error(w, `{"error":"unsupported form"}`, http.StatusBadRequest)
+			}
+		case method == MethodProbe && r.URL.Path == "/v1/chat/completions":
+			fmt.Fprintf(w, `{"choices":[{"message":{"content":"x"},"finish_reason":"length"}],"usage":{"prompt_tokens":%d,"completion_tokens":1}}`,
+				wsCount(body.Messages))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+}
+
+func TestCountTokensAndCalibrate(t *testing.T) {
+	tests := []struct {
+		name, method, form string
+		overhead           int
+	}{
+		{"count_tokens endpoint", MethodCountTokens, "", templateOverhead},
+		{"vLLM /tokenize with messages", MethodTokenize, "messages", templateOverhead},
+		{"llama.cpp /tokenize with content", MethodTokenize, "content", 0},
+		{"probe completion", MethodProbe, "", templateOverhead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var requests atomic.Int32
+			srv := tokenServer(t, tt.method, tt.form, &requests)
+			defer srv.Close()
+			c := newClient(t, srv.URL, nil)
+			msgs := []Message{{Role: "user", Content: "one two three"}}
+			n, method, err := c.CountTokens(context.Background(), "m", msgs)
+			if err != nil || method != tt.method || n != 3+tt.overhead {
+				t.Fatalf("count = %d %q %v", n, method, err)
+			}
+			for _, target := range []int{40, 1000, 3000} {
+				requests.Store(0)
+				cal, err := c.Calibrate(context.Background(), target, 42, CalibrateOptions{Model: "m", Index: 3})
+				if err != nil {
+					t.Fatalf("target %d: %v", target, err)
+				}
+				if d := cal.Tokens - target; d < -CalibrationTolerance(target) || d > CalibrationTolerance(target) {
+					t.Fatalf("target %d: got %d tokens", target, cal.Tokens)
+				}
+				// The remembered method is tried first: one request per count.
+				if cal.Method != tt.method || int(requests.Load()) != cal.Iterations {
+					t.Fatalf("method %q, %d requests for %d iterations", cal.Method, requests.Load(), cal.Iterations)
+				}
+				if cal.Iterations > 6 {
+					t.Errorf("target %d took %d iterations", target, cal.Iterations)
+				}
+				if got := len(strings.Fields(cal.Prompt)) + tt.overhead; got != cal.Tokens {
+					t.Fatalf("prompt has %d tokens, reported %d", got, cal.Tokens)
+				}
+			}
+		})
+	}
+}
+
+func TestCalibrateImpossibleTarget(t *testing.T) {
+	var requests atomic.Int32
+	srv := tokenServer(t, MethodCountTokens, "", &requests)
+	defer srv.Close()
+	// Below the template overhead plus one word, no prompt can get within
+	// the 4-token tolerance.
+	cal, err := newClient(t, srv.URL, nil).Calibrate(context.Background(), 1, 1, CalibrateOptions{MaxIterations: 5})
+	if err == nil || cal.Tokens != 6 {
+		t.Fatalf("want error with closest prompt, got %+v %v", cal, err)
+	}
+}
+
+func TestCountTokensAllFail(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	_, _, err := newClient(t, srv.URL, nil).CountTokens(context.Background(), "m", []Message{{Role: "user", Content: "x"}})
+	if err == nil || !strings.Contains(err.Error(), "count_tokens") || !strings.Contains(err.Error(), "probe") {
+		t.Fatalf("want joined error naming each method, got %v", err)
+	}
+}
+
+func TestSyntheticPrompt(t *testing.T) {
+	seen := map[string]string{}
+	for _, seed := range []int64{1, 2, -7} {
+		for index := range 50 {
+			p := SyntheticPrompt(seed, index, 40, "")
+			if p != SyntheticPrompt(seed, index, 40, "") {
+				t.Fatal("not deterministic")
+			}
+			if n := len(strings.Fields(p)); n != 40 {
+				t.Fatalf("seed %d index %d: %d words", seed, index, n)
+			}
+			key := fmt.Sprint(seed, index)
+			if prev, dup := seen[p]; dup {
+				t.Fatalf("(%s) and (%s) give the same prompt", prev, key)
+			}
+			seen[p] = key
+		}
+	}
+	tests := []struct {
+		name   string
+		words  int
+		prefix string
+		want   string
+	}{
+		{"zero words", 0, "SYS", "SYS"},
+		{"one word is the tag", 1, "", "9.4"},
+		{"two words", 2, "", "Ticket 9.4"},
+		{"prefix gets a separator", 2, "You are helpful.", "You are helpful. Ticket 9.4"},
+		{"prefix ending in newline", 2, "ctx\n", "ctx\nTicket 9.4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SyntheticPrompt(9, 4, tt.words, tt.prefix); got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	p := SyntheticPrompt(9, 4, 30, "shared ")
+	if !strings.HasPrefix(p, "shared Ticket 9.4: ") || !strings.HasSuffix(p, ".") {
+		t.Fatalf("shape: %q", p)
+	}
+}

@@ -1,0 +1,382 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type apiKind int
+
+const (
+	kindChat apiKind = iota
+	kindCompletion
+)
+
+// genRequest holds the fields of chat and completions requests the
+// simulator honours; sampling parameters are accepted and ignored.
+type genRequest struct {
+	Model         string          `json:"model"`
+	Messages      []wireMessage   `json:"messages"`
+	Prompt        json.RawMessage `json:"prompt"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int `json:"max_tokens"`
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	MinTokens           int  `json:"min_tokens"`
+	IgnoreEOS           bool `json:"ignore_eos"`
+	N                   *int `json:"n"`
+}
+
+// generation is one admitted request on its way through the scheduler.
+type generation struct {
+	kind         apiKind
+	id           string
+	created      int64
+	prompt       []int // prompt token ids; output ids are appended as produced
+	promptTokens int
+	cachedTokens int
+	target       int    // completion tokens to produce
+	finish       string // finish_reason once target is reached
+	text         textGen
+	arrived      time.Time
+}
+
+func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		g, req, e := s.admit(w, r, kind)
+		if e != nil {
+			writeHTTPError(w, e)
+			return
+		}
+		s.requests.Add(1)
+		var err error
+		if req.Stream {
+			err = s.stream(r.Context(), w, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		} else {
+			err = s.respond(r.Context(), w, g)
+		}
+		if err != nil {
+			s.aborted.Add(1)
+			return
+		}
+		if g.finish == "stop" {
+			s.succeededStop.Add(1)
+		} else {
+			s.succeededLength.Add(1)
+		}
+	}
+}
+
+// admit parses and validates a request; nothing is counted until it passes.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind apiKind) (*generation, *genRequest, *httpError) {
+	arrived := time.Now()
+	var req genRequest
+	if e := decodeBody(w, r, &req); e != nil {
+		return nil, nil, e
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		return nil, nil, e
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, nil, badRequest("the simulator supports n=1 only; got n=%d", *req.N)
+	}
+	var prompt []int
+	if kind == kindChat {
+		msgs, e := parseMessages(nil, req.Messages)
+		if e != nil {
+			return nil, nil, e
+		}
+		prompt = chatTemplate(nil, msgs, true)
+	} else {
+		var e *httpError
+		if prompt, e = parsePrompt(req.Prompt); e != nil {
+			return nil, nil, e
+		}
+		if len(prompt) == 0 {
+			return nil, nil, badRequest("prompt must contain at least one token")
+		}
+	}
+
+	limit := s.cfg.MaxModelLen - len(prompt)
+	maxTokens := req.MaxCompletionTokens
+	if maxTokens == nil {
+		maxTokens = req.MaxTokens
+	}
+	var target int
+	switch {
+	case maxTokens != nil && *maxTokens < 1:
+		return nil, nil, badRequest("max_tokens must be at least 1, got %d", *maxTokens)
+	case maxTokens != nil && *maxTokens > limit:
+		return nil, nil, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Please reduce the length of the prompt or completion.",
+			s.cfg.MaxModelLen, len(prompt)+*maxTokens, len(prompt), *maxTokens)
+	case maxTokens != nil:
+		target = *maxTokens
+	case limit < 1:
+		return nil, nil, badRequest("This model's maximum context length is %d tokens. However, your prompt has %d tokens.", s.cfg.MaxModelLen, len(prompt))
+	default:
+		target = min(s.cfg.DefaultMaxTokens, limit)
+	}
+	if req.MinTokens < 0 {
+		return nil, nil, badRequest("min_tokens must not be negative, got %d", req.MinTokens)
+	}
+
+	promptHash := hashTokens(prompt)
+	g := &generation{
+		kind:         kind,
+		created:      arrived.Unix(),
+		prompt:       prompt,
+		promptTokens: len(prompt),
+		target:       target,
+		finish:       "length",
+		text:         newTextGen(s.out, s.cfg.Seed, promptHash),
+		arrived:      arrived,
+	}
+	if !req.IgnoreEOS && !s.cfg.NoEOS {
+		if eos := eosAfter(s.cfg.Seed, promptHash, s.cfg.MeanEOSTokens, req.MinTokens); eos < target {
+			g.target, g.finish = eos, "stop"
+		}
+	}
+	prefix := "chatcmpl-sim"
+	if kind == kindCompletion {
+		prefix = "cmpl-sim"
+	}
+	g.id = prefix + strconv.FormatUint(s.nextID.Add(1), 10)
+	return g, &req, nil
+}
+
+// run takes g through slot, prefix cache, prefill and decode, calling emit
+// with each batch of new tokens (the first call carries the first token).
+// It returns early, freeing the slot, when ctx ends or the Server closes.
+func (s *Server) run(ctx context.Context, g *generation, streaming bool, emit func([]*outTok) error) error {
+	if err := s.sched.acquire(ctx); err != nil {
+		return fmt.Errorf("wait for a slot: %w", err)
+	}
+	defer s.sched.release()
+
+	var hashes []uint64
+	if s.cache != nil {
+		hashes = blockHashes(nil, g.prompt, s.cfg.BlockTokens)
+		// Like vLLM, at least one prompt token is always computed, so a fully
+		// cached prompt reports its last block as uncached.
+		blocks := s.cache.lookup(hashes, (g.promptTokens-1)/s.cfg.BlockTokens)
+		g.cachedTokens = blocks * s.cfg.BlockTokens
+	}
+	s.promptTokens.Add(int64(g.promptTokens))
+	s.cacheQueryTokens.Add(int64(g.promptTokens))
+	s.cacheHitTokens.Add(int64(g.cachedTokens))
+
+	if err := s.sched.prefill(ctx, g.promptTokens-g.cachedTokens); err != nil {
+		return fmt.Errorf("prefill: %w", err)
+	}
+	if s.cache != nil {
+		s.cache.insert(hashes)
+		// Generated tokens' full blocks are cached too, so the next turn of a
+		// conversation (prompt + this answer + more) hits them.
+		defer func() { s.cache.insert(blockHashes(hashes[:0], g.prompt, s.cfg.BlockTokens)) }()
+	}
+
+	// The prefill step produces the first token.
+	s.sched.genTokens.Add(1)
+	s.ttft.observe(time.Since(g.arrived).Seconds())
+	pending := make([]*outTok, 0, 8)
+	pending = append(pending, g.text.next())
+	g.prompt = append(g.prompt, pending[0].id)
+	if err := emit(pending); err != nil {
+		return err
+	}
+	if g.target == 1 {
+		return nil
+	}
+
+	q := &seq{target: int32(g.target), pokeEach: streaming, notify: make(chan struct{}, 1)}
+	q.generated.Store(1)
+	defer q.left.Store(true)
+	if !s.sched.join(q) {
+		return errClosed
+	}
+	written := 1
+	for written < g.target {
+		select {
+		case <-q.notify:
+		case <-ctx.Done():
+			return fmt.Errorf("decode: %w", ctx.Err())
+		case <-s.done:
+			return errClosed
+		}
+		n := int(q.generated.Load())
+		pending = pending[:0]
+		for ; written < n; written++ {
+			t := g.text.next()
+			pending = append(pending, t)
+			g.prompt = append(g.prompt, t.id)
+		}
+		if err := emit(pending); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usage is the OpenAI usage object with vLLM's cached-token detail.
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func (g *generation) usage() usage {
+	u := usage{PromptTokens: g.promptTokens, CompletionTokens: g.target, TotalTokens: g.promptTokens + g.target}
+	u.PromptTokensDetails.CachedTokens = g.cachedTokens
+	return u
+}
+
+// respond serves a non-streamed request once every token exists.
+func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generation) error {
+	var text strings.Builder
+	err := s.run(ctx, g, false, func(toks []*outTok) error {
+		for _, t := range toks {
+			text.WriteString(t.text)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, errClosed) {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "server is shutting down")
+		}
+		return err
+	}
+	type choice struct {
+		Index   int `json:"index"`
+		Message *struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"message,omitempty"`
+		Text         *string `json:"text,omitempty"`
+		Logprobs     any     `json:"logprobs"`
+		FinishReason string  `json:"finish_reason"`
+	}
+	c := choice{FinishReason: g.finish}
+	object := "chat.completion"
+	if g.kind == kindChat {
+		c.Message = &struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{"assistant", text.String()}
+	} else {
+		object = "text_completion"
+		t := text.String()
+		c.Text = &t
+	}
+	writeJSON(w, http.StatusOK, struct {
+		ID      string          `json:"id"`
+		Object  string          `json:"object"`
+		Created int64           `json:"created"`
+		Model   json.RawMessage `json:"model"`
+		Choices []choice        `json:"choices"`
+		Usage   usage           `json:"usage"`
+	}{g.id, object, g.created, s.modelJSON, []choice{c}, g.usage()})
+	return nil
+}
+
+// stream serves a streamed request as server-sent events. Headers (and, for
+// chat, the role-only chunk) go out at once, so time-to-first-byte measures
+// the server's responsiveness and time-to-first-token its queue and prefill.
+// Every chunk is pre-encoded: a fixed prefix and suffix around token text
+// that needs no escaping; each batch of new tokens is one write and one flush.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generation, includeUsage bool) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+
+	object := "chat.completion.chunk"
+	if g.kind == kindCompletion {
+		object = "text_completion"
+	}
+	head := make([]byte, 0, 160)
+	head = append(head, `data: {"id":"`...)
+	head = append(head, g.id...)
+	head = append(head, `","object":"`...)
+	head = append(head, object...)
+	head = append(head, `","created":`...)
+	head = strconv.AppendInt(head, g.created, 10)
+	head = append(head, `,"model":`...)
+	head = append(head, s.modelJSON...)
+	head = append(head, `,"choices":[`...)
+
+	var tokOpen, tokClose string
+	if g.kind == kindChat {
+		tokOpen, tokClose = `{"index":0,"delta":{"content":"`, `"},"logprobs":null,"finish_reason":null}]}`+"\n\n"
+	} else {
+		tokOpen, tokClose = `{"index":0,"text":"`, `","logprobs":null,"finish_reason":null}]}`+"\n\n"
+	}
+
+	buf := make([]byte, 0, 4096)
+	flush := func() error {
+		if _, err := w.Write(buf); err != nil {
+			return fmt.Errorf("write stream: %w", err)
+		}
+		if err := rc.Flush(); err != nil {
+			return fmt.Errorf("flush stream: %w", err)
+		}
+		buf = buf[:0]
+		return nil
+	}
+
+	if g.kind == kindChat {
+		buf = append(buf, head...)
+		buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+		if err := flush(); err != nil {
+			return err
+		}
+	} else if err := rc.Flush(); err != nil { // headers now, as for chat
+		return fmt.Errorf("flush stream: %w", err)
+	}
+
+	err := s.run(ctx, g, true, func(toks []*outTok) error {
+		for _, t := range toks {
+			buf = append(buf, head...)
+			buf = append(buf, tokOpen...)
+			buf = append(buf, t.text...)
+			buf = append(buf, tokClose...)
+		}
+		return flush()
+	})
+	if err != nil {
+		return err
+	}
+
+	buf = append(buf, head...)
+	if g.kind == kindChat {
+		buf = append(buf, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
+	} else {
+		buf = append(buf, `{"index":0,"text":"","logprobs":null,"finish_reason":"`...)
+	}
+	buf = append(buf, g.finish...)
+	buf = append(buf, `"}]}`+"\n\n"...)
+	if includeUsage {
+		u, err := json.Marshal(g.usage())
+		if err != nil {
+			return fmt.Errorf("encode usage: %w", err)
+		}
+		buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
+		buf = append(buf, `"choices":[],"usage":`...)
+		buf = append(buf, u...)
+		buf = append(buf, "}\n\n"...)
+	}
+	buf = append(buf, "data: [DONE]\n\n"...)
+	return flush()
+}
