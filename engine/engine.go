@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/seam"
+	"github.com/tollgate-dev/tollgate/engine/serving"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -22,6 +23,10 @@ type Options struct {
 	ToolVersion string
 	// Now is the wall clock for report timestamps (tests pin it).
 	Now func() time.Time
+	// LookupEnv resolves secrets named by the scenario (api_key_env).
+	LookupEnv func(string) (string, bool)
+	// Progress, when set, hears about each finished request of a live run.
+	Progress func(run, phase string, done, total int)
 }
 
 // ErrRunFailed marks a report with at least one run that could not complete.
@@ -65,7 +70,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Opt
 			r.EndedAt = now().UTC()
 			return err
 		}
-		rr, err := runOne(ctx, run, sc.Samples)
+		rr, err := runOne(ctx, run, sc.Samples, opts)
 		if rr == nil {
 			rr = &report.Run{Phases: map[string]*report.Phase{}}
 		}
@@ -87,10 +92,16 @@ func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Opt
 	return nil
 }
 
-func runOne(ctx context.Context, run *scenarios.Run, samples bool) (*report.Run, error) {
-	switch run.Target.Kind {
-	case scenarios.KindSeam:
+func runOne(ctx context.Context, run *scenarios.Run, samples bool, opts Options) (*report.Run, error) {
+	switch {
+	case run.Target.Seam != nil:
 		return seam.Run(ctx, run, samples)
+	case run.Target.OpenAI != nil:
+		so := serving.Options{LookupEnv: opts.LookupEnv, Samples: samples}
+		if opts.Progress != nil {
+			so.Progress = func(phase string, done, total int) { opts.Progress(run.Name, phase, done, total) }
+		}
+		return serving.Run(ctx, run, so)
 	}
 	return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
 }
@@ -102,10 +113,17 @@ func decorate(rr *report.Run, run *scenarios.Run) {
 		rr.Params[p.Key] = p.Value
 	}
 	t := run.Target
-	rr.Target = report.Target{Name: t.Name, Kind: t.Kind}
+	rr.Target.Name, rr.Target.Kind = t.Name, t.Kind
 	if t.Seam != nil {
 		rr.Target.Description = t.Seam.Description
 		rr.Target.Config = t.Seam
+	}
+	if t.OpenAI != nil {
+		if t.Embedded() {
+			rr.Target.Kind = scenarios.KindEmbedded
+		}
+		rr.Target.Description = t.OpenAI.Description
+		rr.Target.Config = redactedConfig(t.OpenAI)
 	}
 	if rr.Status == "" {
 		rr.Status = "ok"
@@ -126,11 +144,13 @@ func Shape(sc *scenarios.Scenario) (*report.Report, error) {
 	for _, run := range sc.Runs {
 		var rr *report.Run
 		var err error
-		switch run.Target.Kind {
-		case scenarios.KindSeam:
+		switch {
+		case run.Target.Seam != nil:
 			// The seam target is deterministic and costs microseconds, so
 			// its shape is simply its result.
 			rr, err = seam.Run(context.Background(), run, sc.Samples)
+		case run.Target.OpenAI != nil:
+			rr = serving.Shape(run, sc.Samples)
 		default:
 			err = fmt.Errorf("target kind %q has no driver", run.Target.Kind)
 		}
@@ -141,6 +161,37 @@ func Shape(sc *scenarios.Scenario) (*report.Report, error) {
 		r.Runs[run.Name] = rr
 	}
 	return r, nil
+}
+
+// RedactedValue replaces secrets wherever a configuration is shown.
+const RedactedValue = "[REDACTED]"
+
+// secretHeaders are always redacted, whatever the scenario says.
+var secretHeaders = []string{"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
+
+// redactedConfig copies a live target's config with secret header values
+// replaced, for the report and validate --print.
+func redactedConfig(o *scenarios.OpenAITarget) *scenarios.OpenAITarget {
+	c := *o
+	if len(o.Headers) > 0 {
+		c.Headers = make(map[string]string, len(o.Headers))
+		for k, v := range o.Headers {
+			if isSecretHeader(k, o.SecretHeaders) {
+				v = RedactedValue
+			}
+			c.Headers[k] = v
+		}
+	}
+	return &c
+}
+
+func isSecretHeader(name string, extra []string) bool {
+	for _, s := range append(append([]string{}, secretHeaders...), extra...) {
+		if strings.EqualFold(s, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // HostFacts describes the client machine.

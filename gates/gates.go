@@ -374,6 +374,12 @@ func (r *recorder) get(obj, key any, optional bool, parent string) (any, error) 
 		if ok {
 			return v, nil
 		}
+		// "*" marks an open map in the load-time shape (server metrics,
+		// metadata): any key may exist at run time. Real reports never
+		// carry "*" (it is not a valid Prometheus name or endpoint).
+		if w, open := o["*"]; open {
+			return w, nil
+		}
 		if optional {
 			return nil, nil
 		}

@@ -83,6 +83,16 @@ type Target struct {
 	Kind        string `json:"kind"`
 	Description string `json:"description,omitempty"`
 	Config      any    `json:"config,omitempty"`
+
+	// Live targets.
+	BaseURL     string `json:"base_url,omitempty"`
+	Model       string `json:"model,omitempty"`
+	ModelSource string `json:"model_source,omitempty"`
+	Endpoint    string `json:"endpoint,omitempty"`
+	// ReadyMS is how long the server took to answer /health (or /v1/models).
+	ReadyMS *float64 `json:"ready_ms,omitempty"`
+	// Metadata holds each metadata endpoint's raw JSON, text, or a note.
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // Connections counts connection attempts over a run.
@@ -105,7 +115,102 @@ type Phase struct {
 
 	*SeamMetrics
 	SeamsByName map[string]*SeamMetrics `json:"seams,omitempty"`
-	Samples     []SeamSample            `json:"samples,omitempty"`
+
+	*ServingMetrics
+	// ByPromptTokens splits a prefill phase by target prompt size ("512", …).
+	ByPromptTokens map[string]*Point `json:"by_prompt_tokens,omitempty"`
+	// Variants splits a prefix_cache phase: fresh, identical, small_suffix.
+	Variants    map[string]*Point   `json:"variants,omitempty"`
+	Calibration []CalibrationResult `json:"calibration,omitempty"`
+	// ServerMetricsDelta is after − before of every Prometheus series that changed.
+	ServerMetricsDelta map[string]float64 `json:"server_metrics_delta,omitempty"`
+	ServerMetricsNote  string             `json:"server_metrics_note,omitempty"`
+
+	// Samples is []SeamSample or []RequestSample, unless report.samples is false.
+	Samples any `json:"samples,omitempty"`
+}
+
+// ServingMetrics aggregates requests to a live target. Statistics are over
+// successful requests that produced the value; warmup requests never count.
+type ServingMetrics struct {
+	Requests          int          `json:"requests"`
+	Succeeded         int          `json:"succeeded"`
+	Errors            ErrorSummary `json:"errors"`
+	TTFBMS            Stat         `json:"ttfb_ms"`
+	TTFTMS            Stat         `json:"ttft_ms"`
+	E2EMS             Stat         `json:"e2e_ms"`
+	DecodeTokensPerS  Stat         `json:"decode_tokens_per_s"`
+	TPOTMS            Stat         `json:"tpot_ms"`
+	ITLMS             Stat         `json:"itl_ms"`
+	PrefillTokensPerS Stat         `json:"prefill_tokens_per_s"`
+	PromptTokens      Stat         `json:"prompt_tokens"`
+	CompletionTokens  Stat         `json:"completion_tokens"`
+	CachedTokens      Stat         `json:"cached_tokens"`
+	SSETokenEvents    Stat         `json:"sse_token_events"`
+	// TokenCountSource is usage, timings, sse_events, or mixed.
+	TokenCountSource string `json:"token_count_source,omitempty"`
+	// Warnings are findings that do not fail the run but change how to read it.
+	Warnings []string `json:"warnings"`
+}
+
+// Point is one slice of a phase (a prompt size, a prefix-cache variant).
+type Point struct {
+	*ServingMetrics
+	TargetPromptTokens int `json:"target_prompt_tokens,omitempty"`
+	// Speedup is fresh ttft_ms.p50 ÷ this variant's ttft_ms.p50 (prefix_cache).
+	Speedup *float64 `json:"speedup,omitempty"`
+}
+
+// ErrorSummary counts failed requests by class, with a few examples each.
+type ErrorSummary struct {
+	Count    int            `json:"count"`
+	Rate     *float64       `json:"rate,omitempty"`
+	ByClass  map[string]int `json:"by_class"`
+	Examples []RequestError `json:"examples,omitempty"`
+}
+
+// RequestError is one failed request: its class, HTTP status and message.
+type RequestError struct {
+	Class   string `json:"class"`
+	Status  int    `json:"status,omitempty"`
+	Message string `json:"message"`
+	Request string `json:"request,omitempty"`
+}
+
+// CalibrationResult is how a synthetic prompt was sized with the server's tokenizer.
+type CalibrationResult struct {
+	TargetTokens int    `json:"target_tokens"`
+	Tokens       int    `json:"tokens"`
+	Words        int    `json:"words"`
+	Method       string `json:"method"`
+	Iterations   int    `json:"iterations"`
+	Request      string `json:"request"`
+}
+
+// RequestSample is one request to a live target.
+type RequestSample struct {
+	Phase             string        `json:"phase"`
+	Point             string        `json:"point,omitempty"`
+	Index             int           `json:"index"`
+	StartMS           float64       `json:"start_ms"`
+	OK                bool          `json:"ok"`
+	Error             *RequestError `json:"error,omitempty"`
+	HTTPStatus        int           `json:"http_status,omitempty"`
+	BytesReceived     int64         `json:"bytes_received"`
+	TTFBMS            *float64      `json:"ttfb_ms,omitempty"`
+	TTFTMS            *float64      `json:"ttft_ms,omitempty"`
+	E2EMS             float64       `json:"e2e_ms"`
+	DecodeTokensPerS  *float64      `json:"decode_tokens_per_s,omitempty"`
+	TPOTMS            *float64      `json:"tpot_ms,omitempty"`
+	PrefillTokensPerS *float64      `json:"prefill_tokens_per_s,omitempty"`
+	PromptTokens      *int          `json:"prompt_tokens,omitempty"`
+	CompletionTokens  *int          `json:"completion_tokens,omitempty"`
+	CachedTokens      *int          `json:"cached_tokens,omitempty"`
+	TokenCountSource  string        `json:"token_count_source,omitempty"`
+	SSETokenEvents    int           `json:"sse_token_events"`
+	FinishReason      string        `json:"finish_reason,omitempty"`
+	DoneSeen          bool          `json:"done_seen"`
+	UsageSeen         bool          `json:"usage_seen"`
 }
 
 // SeamMetrics aggregates seam transfers (of a phase, or of one seam).

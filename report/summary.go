@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -19,7 +20,7 @@ func Summary(w io.Writer, r *Report) error {
 	fmt.Fprintf(ew, "%s — %d runs, %d gates: %s\n", r.Scenario.Name, len(r.RunOrder), len(r.Gates), status)
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	seamHeader := false
+	seamHeader, liveHeader := false, false
 	for _, name := range r.RunOrder {
 		run := r.Runs[name]
 		if run == nil {
@@ -39,6 +40,16 @@ func Summary(w io.Writer, r *Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, name := range r.RunOrder {
+		run := r.Runs[name]
+		if run == nil || run.Target.Kind == "seam" || len(run.PhaseOrder) == 0 {
+			continue
+		}
+		if !liveHeader {
+			liveHeader = true
+		}
+		writeLiveRun(ew, name, run)
 	}
 	if len(r.Gates) > 0 {
 		fmt.Fprintln(ew, "gates:")
@@ -84,8 +95,8 @@ func writeGateDetail(w io.Writer, g GateResult) {
 func tightest(obs []Observation) (Observation, float64, bool) {
 	best, bestH, found := Observation{}, 0.0, false
 	for _, o := range obs {
-		l, lok := o.Left.(float64)
-		r, rok := o.Right.(float64)
+		l, lok := toFloat(o.Left)
+		r, rok := toFloat(o.Right)
 		if !lok || !rok || !o.Result || o.Op == "==" || o.Op == "!=" {
 			continue
 		}
@@ -99,6 +110,18 @@ func tightest(obs []Observation) (Observation, float64, bool) {
 		}
 	}
 	return best, bestH, found
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
 }
 
 func shorten(expr string) string {
@@ -121,6 +144,73 @@ func fmtVal(v any) string {
 		return fmt.Sprintf("{%d keys}", len(x))
 	}
 	return fmt.Sprintf("%v", v)
+}
+
+func writeLiveRun(w io.Writer, name string, run *Run) {
+	t := run.Target
+	fmt.Fprintf(w, "%s: %s %s, model %s (%s)\n", name, t.Kind, t.BaseURL, t.Model, t.ModelSource)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  phase\tok/n\tttft p50/p95 ms\ttpot p50 ms\tdecode tok/s p50\tprefill tok/s p50\te2e p50 ms\tcached p50\tspeedup")
+	row := func(label string, m *ServingMetrics, speedup *float64) {
+		sp := "-"
+		if speedup != nil {
+			sp = fmt.Sprintf("%.1fx", *speedup)
+		}
+		fmt.Fprintf(tw, "  %s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", label, m.Succeeded, m.Requests,
+			stat2(m.TTFTMS.P50, m.TTFTMS.P95, "%.2f"), opt(m.TPOTMS.P50, "%.2f"), opt(m.DecodeTokensPerS.P50, "%.1f"),
+			opt(m.PrefillTokensPerS.P50, "%.0f"), opt(m.E2EMS.P50, "%.1f"), opt(m.CachedTokens.P50, "%.0f"), sp)
+	}
+	var warnings []string
+	for _, pn := range run.PhaseOrder {
+		p := run.Phases[pn]
+		if p == nil || p.ServingMetrics == nil {
+			continue
+		}
+		switch {
+		case p.Kind == "warmup":
+			fmt.Fprintf(tw, "  %s\t%d/%d\t(not measured)\n", pn, p.Succeeded, p.Requests)
+		case len(p.ByPromptTokens) > 0:
+			for _, k := range sortedPoints(p.ByPromptTokens) {
+				row(pn+" "+k, p.ByPromptTokens[k].ServingMetrics, nil)
+			}
+		case len(p.Variants) > 0:
+			for _, k := range []string{"fresh", "identical", "small_suffix"} {
+				if v := p.Variants[k]; v != nil {
+					row(pn+" "+k, v.ServingMetrics, v.Speedup)
+				}
+			}
+		default:
+			row(pn, p.ServingMetrics, nil)
+		}
+		for _, wmsg := range p.Warnings {
+			warnings = append(warnings, pn+": "+wmsg)
+		}
+		if p.Errors.Count > 0 {
+			for _, e := range p.Errors.Examples {
+				warnings = append(warnings, fmt.Sprintf("%s: %s error (%s): %s", pn, e.Class, e.Request, e.Message))
+			}
+		}
+	}
+	_ = tw.Flush()
+	for _, wmsg := range warnings {
+		fmt.Fprintf(w, "  ! %s\n", wmsg)
+	}
+}
+
+// sortedPoints orders prompt sizes numerically.
+func sortedPoints(m map[string]*Point) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := m[keys[i]].TargetPromptTokens, m[keys[j]].TargetPromptTokens
+		if a != b {
+			return a < b
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }
 
 func writeSeamRun(w io.Writer, name string, run *Run) {

@@ -1,21 +1,36 @@
 package scenarios
 
 import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 )
 
 var (
 	transports   = []string{"direct", "relay"}
 	cacheModes   = []string{"cached", "stateless"}
 	compressions = []string{"none", "zlib"}
-	phaseKinds   = []string{PhasePrefill, PhaseDecode}
+	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests}
+	endpoints    = []string{"chat", "completions"}
 )
 
-// phaseKeys lists, per target kind and phase kind, the phase keys that mean
-// something there; any other key written is an error rather than ignored.
+// seamPhaseKeys and livePhaseKeys list, per phase kind, the phase keys that
+// mean something on that kind of target; any other key written is an error
+// rather than silently ignored.
 var seamPhaseKeys = map[string][]string{
 	PhasePrefill: {"kind", "description"},
 	PhaseDecode:  {"kind", "description", "tokens"},
+}
+
+var livePhaseKeys = map[string][]string{
+	PhaseWarmup:      {"kind", "description", "requests", "prompt_tokens", "max_tokens", "prompt", "seed", "max_error_rate"},
+	PhasePrefill:     {"kind", "description", "prompt_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
+	PhaseDecode:      {"kind", "description", "prompt_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
+	PhasePrefixCache: {"kind", "description", "prompt_tokens", "suffix_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
+	PhaseRequests:    {"kind", "description", "requests", "max_tokens", "repeat", "max_error_rate"},
 }
 
 func oneOf(v string, set []string) bool {
@@ -30,12 +45,19 @@ func oneOf(v string, set []string) bool {
 // check applies defaults and the rules a schema cannot express.
 func check(d *decoder, doc *document) {
 	e := d.errs
-	if len(doc.Targets) == 0 {
-		e.add(doc.Pos, "no targets: add a targets mapping, e.g. targets: {route: {kind: seam, transport: direct, cache: cached}}")
+	if !doc.Has("targets") {
+		// No server named: the embedded simulator, so a new user sees real results.
+		doc.Targets = []*Target{{Meta: Meta{Pos: doc.Pos}, Name: KindEmbedded, Kind: KindEmbedded, OpenAI: &OpenAITarget{}}}
+		doc.Targets[0].OpenAI.Kind = KindEmbedded
+	} else if len(doc.Targets) == 0 {
+		e.add(doc.At("targets"), "no targets: name at least one, or leave targets out to use the embedded simulator")
 	}
 	for _, t := range doc.Targets {
 		if t.Seam != nil {
 			checkSeam(e, t)
+		}
+		if t.OpenAI != nil {
+			checkOpenAI(e, t)
 		}
 	}
 	if len(doc.Phases) == 0 {
@@ -58,18 +80,26 @@ func check(d *decoder, doc *document) {
 			e.add(p.At("tokens"), "phases.%s.tokens: must be positive, got %d", p.Name, p.Tokens)
 		}
 		for _, t := range doc.Targets {
-			if t.Kind != KindSeam {
-				continue
-			}
-			allowed := seamPhaseKeys[p.Kind]
-			for key, kp := range p.Keys {
-				if !oneOf(key, allowed) {
-					e.add(kp, "phases.%s.%s: does not apply to a %s phase on a seam target (target %q)", p.Name, key, p.Kind, t.Name)
+			allowed := livePhaseKeys[p.Kind]
+			what := "an openai or embedded"
+			if t.Kind == KindSeam {
+				allowed, what = seamPhaseKeys[p.Kind], "a seam"
+				if allowed == nil {
+					e.add(p.At("kind"), "phases.%s: a %s phase cannot run on a seam target (target %q runs prefill and decode)", p.Name, p.Kind, t.Name)
+					continue
 				}
 			}
-			if p.Kind == PhaseDecode && len(t.Seam.OutputTokens) == 0 {
+			for key, kp := range p.Keys {
+				if !oneOf(key, allowed) {
+					e.add(kp, "phases.%s.%s: does not apply to a %s phase on %s target (target %q)", p.Name, key, p.Kind, what, t.Name)
+				}
+			}
+			if t.Kind == KindSeam && p.Kind == PhaseDecode && len(t.Seam.OutputTokens) == 0 {
 				e.add(t.Pos, "targets.%s: a decode phase needs output_tokens on the seam target", t.Name)
 			}
+		}
+		if anyLive(doc.Targets) {
+			checkLivePhase(d, p)
 		}
 	}
 	names := map[string]bool{}
@@ -147,3 +177,193 @@ func gotOrMissing(v string) string {
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
+
+func checkOpenAI(e *errs, t *Target) {
+	o := t.OpenAI
+	path := "targets." + t.Name
+	if t.Kind == KindEmbedded && o.Has("base_url") {
+		e.add(o.At("base_url"), "%s.base_url: an embedded target is tollgate's own simulator; use kind: openai to name a server", path)
+	}
+	if o.BaseURL != "" && o.BaseURL != "embedded" {
+		u, err := url.Parse(o.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			e.add(o.At("base_url"), "%s.base_url: %q is not an http(s)://host[:port] URL", path, o.BaseURL)
+		}
+		if o.Sim != nil {
+			e.add(o.At("sim"), "%s.sim: applies only to the embedded simulator (no base_url)", path)
+		}
+	}
+	if o.Endpoint == "" {
+		o.Endpoint = "chat"
+	}
+	if !oneOf(o.Endpoint, endpoints) {
+		e.add(o.At("endpoint"), "%s.endpoint: unknown %q (one of %s)%s", path, o.Endpoint, strings.Join(endpoints, ", "), suggest(o.Endpoint, endpoints))
+	}
+	if o.APIKeyEnv != "" && strings.ContainsAny(o.APIKeyEnv, " =$") {
+		e.add(o.At("api_key_env"), "%s.api_key_env: the name of an environment variable, not the key itself", path)
+	}
+	if o.Stream == nil {
+		o.Stream = boolPtr(true)
+	}
+	if o.Metadata == nil {
+		o.Metadata = boolPtr(true)
+	}
+	if o.Metrics == nil {
+		o.Metrics = boolPtr(true)
+	}
+	if !o.Has("ready_timeout") {
+		o.ReadyTimeout.Duration = 30 * time.Second
+	}
+	if o.Sim == nil {
+		o.Sim = &SimConfig{}
+	}
+	if !t.Embedded() {
+		o.Sim = nil
+	}
+	if o.CAFile != "" {
+		if _, err := os.Stat(o.CAFile); err != nil {
+			e.add(o.At("ca_file"), "%s.ca_file: %v", path, err)
+		}
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+func anyLive(ts []*Target) bool {
+	for _, t := range ts {
+		if t.OpenAI != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLivePhase applies the defaults of live phase kinds and checks their values.
+func checkLivePhase(d *decoder, p *Phase) {
+	e := d.errs
+	path := "phases." + p.Name
+	if p.Repeat == 0 {
+		p.Repeat = 1
+	}
+	if p.Repeat < 0 {
+		e.add(p.At("repeat"), "%s.repeat: must be at least 1, got %d", path, p.Repeat)
+	}
+	single := func(def int) {
+		switch len(p.PromptTokens) {
+		case 0:
+			p.PromptTokens = IntList{def}
+		case 1:
+		default:
+			e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
+		}
+	}
+	switch p.Kind {
+	case PhaseWarmup:
+		if p.Requests.List != nil {
+			e.add(p.At("requests"), "%s.requests: a warmup phase takes a count, e.g. requests: 2", path)
+		}
+		if !p.Has("requests") {
+			p.Requests.Count = 2
+		}
+		if p.Requests.Count < 1 && p.Has("requests") {
+			e.add(p.At("requests"), "%s.requests: must be at least 1, got %d", path, p.Requests.Count)
+		}
+		single(64)
+		defMax(p, 16)
+	case PhasePrefill:
+		if len(p.PromptTokens) == 0 {
+			e.add(p.Pos, "%s: a prefill phase needs prompt_tokens, e.g. [512, 1024, 2048, 4096]", path)
+		}
+		defMax(p, 1)
+	case PhaseDecode:
+		single(512)
+		defMax(p, 256)
+	case PhasePrefixCache:
+		single(4096)
+		defMax(p, 1)
+		if p.SuffixTokens == 0 {
+			p.SuffixTokens = 32
+		}
+		if p.SuffixTokens < 0 {
+			e.add(p.At("suffix_tokens"), "%s.suffix_tokens: must be positive, got %d", path, p.SuffixTokens)
+		}
+	case PhaseRequests:
+		if len(p.Requests.List) == 0 {
+			e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
+		}
+		defMax(p, 16)
+		for i, r := range p.Requests.List {
+			if (len(r.Messages) == 0) == (r.Prompt == "") {
+				e.add(r.Pos, "%s.requests[%d]: give either messages or prompt", path, i)
+			}
+		}
+	}
+	for i, n := range p.PromptTokens {
+		if n < 1 {
+			e.add(p.At("prompt_tokens"), "%s.prompt_tokens[%d]: must be at least 1, got %d", path, i, n)
+		}
+	}
+	if p.MaxTokens < 0 {
+		e.add(p.At("max_tokens"), "%s.max_tokens: must be at least 1, got %d", path, p.MaxTokens)
+	}
+	if r := p.MaxErrorRate; r != nil && (*r < 0 || *r > 1) {
+		e.add(p.At("max_error_rate"), "%s.max_error_rate: a fraction from 0 to 1, got %v", path, *r)
+	}
+	pr := &p.Prompt
+	if pr.Text != "" && pr.File != "" {
+		e.add(pr.Pos, "%s.prompt: give text or file, not both", path)
+	}
+	if (pr.Text != "" || pr.File != "") && (p.Kind == PhasePrefill || p.Kind == PhasePrefixCache) {
+		e.add(pr.Pos, "%s.prompt: a %s phase uses synthetic prompts calibrated to prompt_tokens; only prompt.calibrate applies", path, p.Kind)
+	}
+	if (pr.Text != "" || pr.File != "") && p.Has("prompt_tokens") {
+		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: does not apply with a fixed prompt text or file", path)
+	}
+	if pr.File != "" {
+		p.FilePrompts = readPromptFile(e, pr.At("file"), d.file, pr.File, path)
+	}
+}
+
+func defMax(p *Phase, def int) {
+	if p.MaxTokens == 0 {
+		p.MaxTokens = def
+	}
+}
+
+// readPromptFile reads a JSONL file of {"messages": [...]} or {"prompt": "..."}
+// lines, relative to the scenario file.
+func readPromptFile(e *errs, at Pos, scenarioFile, name, path string) []*RequestSpec {
+	full := name
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(filepath.Dir(scenarioFile), name)
+	}
+	data, err := os.ReadFile(full)
+	if err != nil {
+		e.add(at, "%s.prompt.file: %v", path, err)
+		return nil
+	}
+	var out []*RequestSpec
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		var r struct {
+			Messages []MessageSpec `json:"messages"`
+			Prompt   string        `json:"prompt"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			e.add(at, "%s.prompt.file: %s:%d: %v", path, full, i+1, err)
+			return nil
+		}
+		if (len(r.Messages) == 0) == (r.Prompt == "") {
+			e.add(at, "%s.prompt.file: %s:%d: each line needs \"messages\" or \"prompt\"", path, full, i+1)
+			return nil
+		}
+		out = append(out, &RequestSpec{Messages: r.Messages, Prompt: r.Prompt})
+	}
+	if len(out) == 0 {
+		e.add(at, "%s.prompt.file: %s holds no prompts", path, full)
+	}
+	return out
+}

@@ -111,7 +111,10 @@ func (in *interp) scalar(n *yaml.Node) {
 				} else if rep != nil {
 					style := n.Style
 					n.Value = *rep
-					if style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+					switch {
+					case *rep == "":
+						n.Tag = "!!str" // an empty value is an empty string, not null
+					case style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0:
 						n.Tag = "" // let YAML resolve the type of the substituted text
 					}
 				}

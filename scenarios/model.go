@@ -27,8 +27,11 @@ const (
 
 // Phase kinds.
 const (
-	PhasePrefill = "prefill"
-	PhaseDecode  = "decode"
+	PhaseWarmup      = "warmup"
+	PhasePrefill     = "prefill"
+	PhaseDecode      = "decode"
+	PhasePrefixCache = "prefix_cache"
+	PhaseRequests    = "requests"
 )
 
 // document is the YAML file as written, before matrix expansion.
@@ -59,6 +62,14 @@ type Target struct {
 	Name string
 	Kind string
 	Seam *SeamTarget
+	// OpenAI is set for kind openai and kind embedded.
+	OpenAI *OpenAITarget
+}
+
+// Embedded reports whether the target is served by tollgate's own simulator:
+// kind embedded, or kind openai with no base_url (or base_url: embedded).
+func (t *Target) Embedded() bool {
+	return t.Kind == KindEmbedded || (t.OpenAI != nil && (t.OpenAI.BaseURL == "" || t.OpenAI.BaseURL == "embedded"))
 }
 
 // TargetCommon holds the keys every target kind accepts.
@@ -89,8 +100,12 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 		t.Seam = &SeamTarget{}
 		d.decode(n, reflect.ValueOf(t.Seam).Elem(), path)
 		t.Meta = t.Seam.Meta
+	case KindOpenAI, KindEmbedded:
+		t.OpenAI = &OpenAITarget{}
+		d.decode(n, reflect.ValueOf(t.OpenAI).Elem(), path)
+		t.Meta = t.OpenAI.Meta
 	default:
-		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s)%s", path, t.Kind, KindSeam,
+		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s, %s, %s)%s", path, t.Kind, KindSeam, KindOpenAI, KindEmbedded,
 			suggest(t.Kind, []string{KindSeam, KindOpenAI, KindEmbedded}))
 	}
 }
@@ -136,6 +151,124 @@ type SeamCosts struct {
 	LinkBytesPerS float64 `yaml:"link_bytes_per_s" json:"link_bytes_per_s"`
 }
 
+// OpenAITarget is a live OpenAI-compatible server (kind openai), or the
+// embedded simulator (kind embedded, or openai without a base_url).
+type OpenAITarget struct {
+	Meta         `json:"-"`
+	TargetCommon `yaml:",inline"`
+	// BaseURL is the server root; empty or "embedded" starts the embedded simulator.
+	BaseURL string `yaml:"base_url" json:"base_url,omitempty"`
+	// Model defaults to the first id from /v1/models.
+	Model string `yaml:"model" json:"model,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key (never the key itself).
+	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	// Headers are sent with every request, e.g. a session header.
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// SecretHeaders are redacted wherever headers are shown (Authorization and API-key headers always are).
+	SecretHeaders []string `yaml:"secret_headers" json:"secret_headers,omitempty"`
+	// Body is merged into every request body; a key set to null removes a default.
+	Body     map[string]any `yaml:"body" json:"body,omitempty"`
+	Endpoint string         `yaml:"endpoint" json:"endpoint"`
+	Stream   *bool          `yaml:"stream" json:"stream"`
+	Timeouts Timeouts       `yaml:"timeouts" json:"timeouts"`
+	CAFile   string         `yaml:"ca_file" json:"ca_file,omitempty"`
+	// ReadyTimeout bounds the wait for /health (else /v1/models) before the first phase.
+	ReadyTimeout Duration `yaml:"ready_timeout" json:"ready_timeout"`
+	// Metadata collects /health, /v1/models, /v1/cache/status, /v1/stats and /version.
+	Metadata *bool `yaml:"metadata" json:"metadata"`
+	// Metrics scrapes Prometheus /metrics before and after every phase.
+	Metrics *bool `yaml:"metrics" json:"metrics"`
+	// Sim configures the embedded simulator.
+	Sim *SimConfig `yaml:"sim" json:"sim,omitempty"`
+}
+
+// Timeouts of one request; zero means none (connect defaults to 10s).
+type Timeouts struct {
+	Meta       `json:"-"`
+	Connect    Duration `yaml:"connect" json:"connect"`
+	FirstToken Duration `yaml:"first_token" json:"first_token"`
+	Idle       Duration `yaml:"idle" json:"idle"`
+	Total      Duration `yaml:"total" json:"total"`
+}
+
+// SimConfig is the embedded simulator's latency model and cache. Zero fields
+// keep the simulator's defaults.
+type SimConfig struct {
+	Meta                `json:"-"`
+	Model               string   `yaml:"model" json:"model,omitempty"`
+	TTFTBase            Duration `yaml:"ttft_base" json:"ttft_base"`
+	PrefillTokensPerS   float64  `yaml:"prefill_tokens_per_s" json:"prefill_tokens_per_s,omitempty"`
+	DecodeStep          Duration `yaml:"decode_step" json:"decode_step"`
+	DecodeStepPerSeq    Duration `yaml:"decode_step_per_seq" json:"decode_step_per_seq"`
+	MaxRunningSeqs      int      `yaml:"max_running_seqs" json:"max_running_seqs,omitempty"`
+	CacheCapacityTokens int      `yaml:"cache_capacity_tokens" json:"cache_capacity_tokens,omitempty"`
+	BlockTokens         int      `yaml:"block_tokens" json:"block_tokens,omitempty"`
+	DisablePrefixCache  bool     `yaml:"disable_prefix_cache" json:"disable_prefix_cache,omitempty"`
+	MaxModelLen         int      `yaml:"max_model_len" json:"max_model_len,omitempty"`
+	DefaultMaxTokens    int      `yaml:"default_max_tokens" json:"default_max_tokens,omitempty"`
+	Seed                int64    `yaml:"seed" json:"seed,omitempty"`
+}
+
+// IntList is one integer or a list of them (prompt_tokens: 512 or [512, 1024]).
+type IntList []int
+
+func (x *IntList) decodeNode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind == yaml.ScalarNode {
+		if i, ok := d.intValue(n, path); ok {
+			*x = IntList{int(i)}
+		}
+		return
+	}
+	var list []int
+	d.decode(n, reflect.ValueOf(&list).Elem(), path)
+	*x = list
+}
+
+// RequestSpec is one fixed request of a requests phase.
+type RequestSpec struct {
+	Meta      `json:"-"`
+	Messages  []MessageSpec  `yaml:"messages" json:"messages,omitempty"`
+	Prompt    string         `yaml:"prompt" json:"prompt,omitempty"`
+	MaxTokens int            `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	Body      map[string]any `yaml:"body" json:"body,omitempty"`
+}
+
+// MessageSpec is one chat message.
+type MessageSpec struct {
+	Meta    `json:"-"`
+	Role    string `yaml:"role" json:"role"`
+	Content string `yaml:"content" json:"content"`
+}
+
+// Requests is a count (warmup: requests: 2) or a list of fixed requests
+// (requests phase).
+type Requests struct {
+	Count int
+	List  []*RequestSpec
+}
+
+func (x *Requests) decodeNode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind == yaml.ScalarNode {
+		if i, ok := d.intValue(n, path); ok {
+			x.Count = int(i)
+		}
+		return
+	}
+	d.decode(n, reflect.ValueOf(&x.List).Elem(), path)
+	x.Count = len(x.List)
+}
+
+// PromptSpec says where prompts come from: synthetic (the default, seeded and
+// calibrated to prompt_tokens through the server's tokenizer), fixed text, or
+// a JSONL file of {"messages": [...]} or {"prompt": "..."} lines.
+type PromptSpec struct {
+	Meta `json:"-"`
+	Text string `yaml:"text" json:"text,omitempty"`
+	File string `yaml:"file" json:"file,omitempty"`
+	// Calibrate turns the tokenizer search off when false (word-count estimate only).
+	Calibrate *bool `yaml:"calibrate" json:"calibrate,omitempty"`
+}
+
 // Phase is one step of a run. Which keys apply depends on the kind and on
 // the target kind; see checkPhase.
 type Phase struct {
@@ -145,6 +278,18 @@ type Phase struct {
 	Description string `yaml:"description" json:"description,omitempty"`
 	// Tokens caps the decode transfers of a seam phase (default: every output token).
 	Tokens int `yaml:"tokens" json:"tokens,omitempty"`
+
+	// Live targets.
+	Requests     Requests   `yaml:"requests" json:"-"`
+	Repeat       int        `yaml:"repeat" json:"repeat,omitempty"`
+	PromptTokens IntList    `yaml:"prompt_tokens" json:"prompt_tokens,omitempty"`
+	MaxTokens    int        `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	SuffixTokens int        `yaml:"suffix_tokens" json:"suffix_tokens,omitempty"`
+	Prompt       PromptSpec `yaml:"prompt" json:"prompt"`
+	Seed         int64      `yaml:"seed" json:"seed,omitempty"`
+	MaxErrorRate *float64   `yaml:"max_error_rate" json:"max_error_rate,omitempty"`
+	// FilePrompts holds the requests read from prompt.file at load time.
+	FilePrompts []*RequestSpec `yaml:"-" json:"-"`
 }
 
 // Gate is an expression over the report that must hold.

@@ -39,6 +39,7 @@ Usage:
   tollgate run SCENARIO [flags]       run a scenario, write the report, judge the gates
   tollgate validate SCENARIO...       load, validate and compile gates; sends nothing
   tollgate schema scenario|report     print a JSON Schema
+  tollgate serve [--addr HOST:PORT]   run the embedded OpenAI-compatible simulator alone
   tollgate version                    print the version
   tollgate help [COMMAND]             show help
 
@@ -65,6 +66,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdValidate(args[1:], stdout, stderr)
 	case "schema":
 		return cmdSchema(args[1:], stdout, stderr)
+	case "serve":
+		return cmdServe(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "tollgate %s\n", toolVersion())
 		return ExitPass
@@ -78,6 +81,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			case "validate":
 				fs, _ := validateFlags(stderr)
 				fmt.Fprintf(stdout, "Usage: tollgate validate SCENARIO... [flags]\n\nFlags:\n%s", fs.FlagUsages())
+				return ExitPass
+			case "serve":
+				fs, _ := serveFlags(stderr)
+				fmt.Fprintf(stdout, "Usage: tollgate serve [flags]\n\nFlags:\n%s", fs.FlagUsages())
 				return ExitPass
 			}
 		}
@@ -211,7 +218,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext(stderr)
 	defer stop()
 
-	opts := engine.Options{ToolVersion: toolVersion()}
+	opts := engine.Options{ToolVersion: toolVersion(), LookupEnv: os.LookupEnv}
 	rep := engine.New(p.sc, opts)
 	runErr := engine.Run(ctx, p.sc, rep, opts)
 	interrupted := ctx.Err() != nil

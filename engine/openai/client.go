@@ -64,6 +64,9 @@ type Config struct {
 	ReadBufferBytes int
 	// MaxLineBytes caps one SSE line (sse.DefaultMaxLineBytes when 0).
 	MaxLineBytes int
+	// Secrets are further values (e.g. of headers marked secret) redacted
+	// from every message, like the API key.
+	Secrets []string
 }
 
 // Client talks to one target. It is safe for concurrent use.
@@ -133,6 +136,11 @@ func New(cfg Config) (*Client, error) {
 	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
 	if cfg.APIKey != "" {
 		c.secrets = append(c.secrets, cfg.APIKey)
+	}
+	for _, v := range cfg.Secrets {
+		if v != "" {
+			c.secrets = append(c.secrets, v)
+		}
 	}
 	for k, v := range cfg.Headers {
 		switch strings.ToLower(k) {

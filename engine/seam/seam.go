@@ -225,9 +225,11 @@ func Run(ctx context.Context, run *scenarios.Run, keepSamples bool) (*report.Run
 			ph.SeamsByName = bySeam(ts, seams, tokens)
 		}
 		if keepSamples {
+			samples := make([]report.SeamSample, 0, len(ts))
 			for _, t := range ts {
-				ph.Samples = append(ph.Samples, t.sample)
+				samples = append(samples, t.sample)
 			}
+			ph.Samples = samples
 		}
 		out.Phases[p.Name] = ph
 		out.PhaseOrder = append(out.PhaseOrder, p.Name)

@@ -78,7 +78,7 @@ func TestReproducesSeedFigures(t *testing.T) {
 				t.Errorf("prefill carries no tokens: tokens_per_s and bytes_per_token must be absent")
 			}
 			ids := map[string]bool{}
-			for _, s := range append(pre.Samples, dec.Samples...) {
+			for _, s := range append(pre.Samples.([]report.SeamSample), dec.Samples.([]report.SeamSample)...) {
 				if s.SessionID != "benchmark-route-session" {
 					t.Errorf("session id %q", s.SessionID)
 				}
