@@ -168,7 +168,8 @@ func writeLiveRun(w io.Writer, name string, run *Run) {
 		}
 		switch {
 		case p.Kind == "warmup":
-			fmt.Fprintf(tw, "  %s\t%d/%d\t(not measured)\n", pn, p.Succeeded, p.Requests)
+			// Every cell filled: tabwriter aligns only unbroken runs of cells.
+			fmt.Fprintf(tw, "  %s\t%d/%d\t(warmup)\t-\t-\t-\t-\t-\t-\n", pn, p.Succeeded, p.Requests)
 		case len(p.ByPromptTokens) > 0:
 			for _, k := range sortedPoints(p.ByPromptTokens) {
 				row(pn+" "+k, p.ByPromptTokens[k].ServingMetrics, nil)

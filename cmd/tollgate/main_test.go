@@ -218,3 +218,79 @@ func TestSchemaCommand(t *testing.T) {
 		t.Errorf("help run: %d %q", r.code, r.stdout)
 	}
 }
+
+// Every example runs end to end and passes its own gates.
+func TestExamplesRun(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatal("no examples")
+	}
+	for _, f := range files {
+		rel := strings.TrimPrefix(f, "../../")
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "report.json")
+			r := tollgate(t, "run", rel, "--json-out", out)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if rep := readReport(t, out); rep["status"] != "pass" {
+				t.Errorf("status %v", rep["status"])
+			}
+		})
+	}
+}
+
+func TestUnreachableServerExits3(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report.json")
+	r := tollgate(t, "run", "examples/serving.yaml", "--json-out", out,
+		"--set", "vars.base_url=http://127.0.0.1:1", "--set", "targets.server.ready_timeout=300ms")
+	if r.code != ExitNotJudged || !strings.Contains(r.stderr, "target not ready within 300ms") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	rep := readReport(t, out)
+	run := rep["runs"].(map[string]any)["server"].(map[string]any)
+	if rep["status"] != "error" || run["status"] != "error" {
+		t.Errorf("report status %v, run status %v", rep["status"], run["status"])
+	}
+}
+
+// tollgate serve runs the simulator alone; a scenario then measures it as a
+// live openai target in another process.
+func TestServeThenRunAgainstIt(t *testing.T) {
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--decode-step", "2ms")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	buf := make([]byte, 256)
+	n, err := stdout.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := string(buf[:n])
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("serve printed %q", line)
+	}
+	url := strings.Fields(line[i:])[0]
+
+	out := filepath.Join(t.TempDir(), "report.json")
+	r := tollgate(t, "run", "examples/serving.yaml", "--json-out", out, "--set", "vars.base_url="+url, "--set", "vars.repetitions=1")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	target := readReport(t, out)["runs"].(map[string]any)["server"].(map[string]any)["target"].(map[string]any)
+	if target["kind"] != "openai" || target["base_url"] != url || target["model"] != "tollgate-sim" {
+		t.Errorf("target %v", target)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("serve did not exit cleanly on SIGINT: %v", err)
+	}
+}

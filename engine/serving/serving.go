@@ -206,12 +206,7 @@ func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, 
 		case err2 != nil:
 			ph.ServerMetricsNote = "no /metrics after the phase: " + err2.Error()
 		default:
-			ph.ServerMetricsDelta = map[string]float64{}
-			for k, v := range openai.Diff(before, after) {
-				if v != 0 {
-					ph.ServerMetricsDelta[k] = v
-				}
-			}
+			ph.ServerMetricsDelta = metricsDelta(before, after)
 		}
 	}
 	return ph, err
@@ -456,4 +451,29 @@ func prefixCacheFindings(ph *report.Phase) {
 		}
 	}
 	sort.Strings(ph.Warnings)
+}
+
+// metricsDelta is after − before for every series that changed, plus, for a
+// labelled metric with no unlabelled series, the sum over its label sets
+// under the bare name, so a gate can read
+// server_metrics_delta["vllm:prefix_cache_hits_total"] whatever the labels.
+// Histogram buckets are not summed: a sum across le bounds means nothing.
+func metricsDelta(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	sums := map[string]float64{}
+	for k, v := range openai.Diff(before, after) {
+		if v == 0 {
+			continue
+		}
+		out[k] = v
+		if name, _, labelled := strings.Cut(k, "{"); labelled && !strings.HasSuffix(name, "_bucket") {
+			sums[name] += v
+		}
+	}
+	for name, v := range sums {
+		if _, exists := after[name]; !exists {
+			out[name] = v
+		}
+	}
+	return out
 }
