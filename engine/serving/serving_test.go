@@ -389,3 +389,47 @@ phases:
 		})
 	}
 }
+
+func TestRequestsPhaseCompletionsAndNonStreamed(t *testing.T) {
+	for _, tc := range []struct {
+		name, endpoint string
+		stream         bool
+	}{
+		{name: "chat streamed", endpoint: "chat", stream: true},
+		{name: "completions streamed", endpoint: "completions", stream: true},
+		{name: "chat not streamed", endpoint: "chat", stream: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := parse(t, fmt.Sprintf(`
+targets:
+  e: {kind: embedded, endpoint: %s, stream: %v, sim: {decode_step: 1ms}}
+phases:
+  capture:
+    kind: requests
+    repeat: 2
+    requests:
+      - messages: [{role: user, content: "Route Session profiling prompt."}]
+        max_tokens: 4
+      - prompt: "Once upon a time"
+`, tc.endpoint, tc.stream), nil)
+			r, err := runFirst(t, sc, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := r.Phases["capture"]
+			if p.Requests != 4 || p.Succeeded != 4 {
+				t.Fatalf("requests %d ok %d: %+v", p.Requests, p.Succeeded, p.Errors)
+			}
+			samples := p.Samples.([]report.RequestSample)
+			if got := *samples[0].CompletionTokens; got != 4 {
+				t.Errorf("per-request max_tokens: %d tokens, want 4", got)
+			}
+			if got := *samples[1].CompletionTokens; got != 16 {
+				t.Errorf("phase default max_tokens: %d tokens, want 16", got)
+			}
+			if tc.stream != (p.TTFTMS.Count == 4) {
+				t.Errorf("ttft count %d for stream=%v (a non-streamed request has no TTFT)", p.TTFTMS.Count, tc.stream)
+			}
+		})
+	}
+}
