@@ -27,6 +27,10 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Progress, when set, hears about each finished request of a live run.
 	Progress func(run, phase string, done, total int)
+	// OnProgress, when set, gets a live view of load phases.
+	OnProgress func(serving.Progress)
+	// SampleSink, when set, receives every live request sample as it completes.
+	SampleSink func(run string, s report.RequestSample)
 }
 
 // ErrRunFailed marks a report with at least one run that could not complete.
@@ -97,7 +101,10 @@ func runOne(ctx context.Context, run *scenarios.Run, samples bool, opts Options)
 	case run.Target.Seam != nil:
 		return seam.Run(ctx, run, samples)
 	case run.Target.OpenAI != nil:
-		so := serving.Options{LookupEnv: opts.LookupEnv, Samples: samples}
+		so := serving.Options{LookupEnv: opts.LookupEnv, Samples: samples, OnProgress: opts.OnProgress}
+		if opts.SampleSink != nil {
+			so.SampleSink = func(s report.RequestSample) { opts.SampleSink(run.Name, s) }
+		}
 		if opts.Progress != nil {
 			so.Progress = func(phase string, done, total int) { opts.Progress(run.Name, phase, done, total) }
 		}

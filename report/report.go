@@ -126,8 +126,40 @@ type Phase struct {
 	ServerMetricsDelta map[string]float64 `json:"server_metrics_delta,omitempty"`
 	ServerMetricsNote  string             `json:"server_metrics_note,omitempty"`
 
+	// Points are the load points of a load phase (one, or one per sweep value).
+	Points []*LoadPoint `json:"points,omitempty"`
+
 	// Samples is []SeamSample or []RequestSample, unless report.samples is false.
 	Samples any `json:"samples,omitempty"`
+}
+
+// LoadPoint is one closed-loop concurrency or open-loop rate of a load phase.
+type LoadPoint struct {
+	// Concurrency (closed loop) or Rate (open loop, requests/s offered).
+	Concurrency int     `json:"concurrency,omitempty"`
+	Rate        float64 `json:"rate,omitempty"`
+	*ServingMetrics
+	// QueueMS is scheduled send time → actual send time, per request.
+	QueueMS Stat `json:"queue_ms"`
+	// DurationS is first send → last completion.
+	DurationS float64 `json:"duration_s"`
+	// AchievedRatePerS is requests sent ÷ (last send − first send).
+	AchievedRatePerS      *float64 `json:"achieved_rate_per_s,omitempty"`
+	RequestThroughputPerS *float64 `json:"request_throughput_per_s,omitempty"`
+	OutputTokensPerS      *float64 `json:"output_tokens_per_s,omitempty"`
+	TotalTokensPerS       *float64 `json:"total_tokens_per_s,omitempty"`
+	// AchievedConcurrency is Σ e2e ÷ duration: the mean number in flight.
+	AchievedConcurrency *float64 `json:"achieved_concurrency,omitempty"`
+	PeakInFlight        int64    `json:"peak_in_flight"`
+	Goodput             *Goodput `json:"goodput,omitempty"`
+}
+
+// Goodput counts requests that succeeded within every SLO limit.
+type Goodput struct {
+	SLO              map[string]float64 `json:"slo"`
+	GoodRequests     int                `json:"good_requests"`
+	GoodRequestsPerS *float64           `json:"good_requests_per_s,omitempty"`
+	AttainedPct      *float64           `json:"attained_pct,omitempty"`
 }
 
 // ServingMetrics aggregates requests to a live target. Statistics are over

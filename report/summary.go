@@ -170,6 +170,8 @@ func writeLiveRun(w io.Writer, name string, run *Run) {
 		case p.Kind == "warmup":
 			// Every cell filled: tabwriter aligns only unbroken runs of cells.
 			fmt.Fprintf(tw, "  %s\t%d/%d\t(warmup)\t-\t-\t-\t-\t-\t-\n", pn, p.Succeeded, p.Requests)
+		case len(p.Points) > 0:
+			row(pn+" (all points)", p.ServingMetrics, nil)
 		case len(p.ByPromptTokens) > 0:
 			for _, k := range sortedPoints(p.ByPromptTokens) {
 				row(pn+" "+k, p.ByPromptTokens[k].ServingMetrics, nil)
@@ -193,9 +195,39 @@ func writeLiveRun(w io.Writer, name string, run *Run) {
 		}
 	}
 	_ = tw.Flush()
+	for _, pn := range run.PhaseOrder {
+		if p := run.Phases[pn]; p != nil && len(p.Points) > 0 {
+			writePoints(w, pn, p.Points)
+		}
+	}
 	for _, wmsg := range warnings {
 		fmt.Fprintf(w, "  ! %s\n", wmsg)
 	}
+}
+
+func writePoints(w io.Writer, phase string, points []*LoadPoint) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  %s point\tok/n\treq/s\tout tok/s\tin flight\tttft p50/p99 ms\ttpot p50 ms\tqueue p95 ms\tgoodput\n", phase)
+	for _, lp := range points {
+		label := fmt.Sprintf("concurrency %d", lp.Concurrency)
+		if lp.Rate > 0 {
+			label = fmt.Sprintf("rate %g/s", lp.Rate)
+			if lp.AchievedRatePerS != nil {
+				label += fmt.Sprintf(" (sent %.1f/s)", *lp.AchievedRatePerS)
+			}
+		}
+		good := "-"
+		if g := lp.Goodput; g != nil && g.AttainedPct != nil {
+			good = fmt.Sprintf("%.1f%%", *g.AttainedPct)
+			if g.GoodRequestsPerS != nil {
+				good += fmt.Sprintf(" (%.1f/s)", *g.GoodRequestsPerS)
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", label, lp.Succeeded, lp.Requests,
+			opt(lp.RequestThroughputPerS, "%.1f"), opt(lp.OutputTokensPerS, "%.0f"), opt(lp.AchievedConcurrency, "%.1f"),
+			stat2(lp.TTFTMS.P50, lp.TTFTMS.P99, "%.1f"), opt(lp.TPOTMS.P50, "%.2f"), opt(lp.QueueMS.P95, "%.2f"), good)
+	}
+	_ = tw.Flush()
 }
 
 // sortedPoints orders prompt sizes numerically.

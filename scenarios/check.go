@@ -13,7 +13,9 @@ var (
 	transports   = []string{"direct", "relay"}
 	cacheModes   = []string{"cached", "stateless"}
 	compressions = []string{"none", "zlib"}
-	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests}
+	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad}
+	arrivals     = []string{"poisson", "constant", "gamma"}
+	distKinds    = []string{"uniform", "normal"}
 	endpoints    = []string{"chat", "completions"}
 )
 
@@ -31,6 +33,8 @@ var livePhaseKeys = map[string][]string{
 	PhaseDecode:      {"kind", "description", "prompt_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
 	PhasePrefixCache: {"kind", "description", "prompt_tokens", "suffix_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
 	PhaseRequests:    {"kind", "description", "requests", "max_tokens", "repeat", "max_error_rate"},
+	PhaseLoad: {"kind", "description", "concurrency", "rate", "arrival", "burstiness", "requests", "duration", "ramp_up",
+		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate"},
 }
 
 func oneOf(v string, set []string) bool {
@@ -257,6 +261,13 @@ func checkLivePhase(d *decoder, p *Phase) {
 			e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
 		}
 	}
+	if p.Kind != PhaseLoad {
+		for key, dist := range map[string]*Dist{"prompt_tokens": p.PromptDist, "max_tokens": p.MaxTokensDist} {
+			if dist != nil {
+				e.add(p.At(key), "%s.%s: a distribution applies only to load phases; give a number", path, key)
+			}
+		}
+	}
 	switch p.Kind {
 	case PhaseWarmup:
 		if p.Requests.List != nil {
@@ -287,6 +298,8 @@ func checkLivePhase(d *decoder, p *Phase) {
 		if p.SuffixTokens < 0 {
 			e.add(p.At("suffix_tokens"), "%s.suffix_tokens: must be positive, got %d", path, p.SuffixTokens)
 		}
+	case PhaseLoad:
+		checkLoad(e, p, path)
 	case PhaseRequests:
 		if len(p.Requests.List) == 0 {
 			e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
@@ -366,4 +379,139 @@ func readPromptFile(e *errs, at Pos, scenarioFile, name, path string) []*Request
 		e.add(at, "%s.prompt.file: %s holds no prompts", path, full)
 	}
 	return out
+}
+
+// checkLoad applies the defaults of a load phase and checks its shape.
+func checkLoad(e *errs, p *Phase, path string) {
+	modes := 0
+	if p.Has("concurrency") {
+		modes++
+		if p.Concurrency < 1 {
+			e.add(p.At("concurrency"), "%s.concurrency: must be at least 1, got %d", path, p.Concurrency)
+		}
+	}
+	if p.Has("rate") {
+		modes++
+		if !(p.Rate > 0) {
+			e.add(p.At("rate"), "%s.rate: must be a positive number of requests per second, got %v", path, p.Rate)
+		}
+	}
+	if p.Has("sweep") {
+		modes++
+		sw := &p.Sweep
+		switch {
+		case len(sw.Concurrency) > 0 && len(sw.Rate) > 0:
+			e.add(p.At("sweep"), "%s.sweep: sweep concurrency or rate, not both", path)
+		case len(sw.Concurrency) == 0 && len(sw.Rate) == 0:
+			e.add(p.At("sweep"), "%s.sweep: a sweep needs points, e.g. sweep: {concurrency: [1, 8, 32]}", path)
+		}
+		for i, c := range sw.Concurrency {
+			if c < 1 {
+				e.add(sw.At("concurrency"), "%s.sweep.concurrency[%d]: must be at least 1, got %d", path, i, c)
+			}
+		}
+		for i, r := range sw.Rate {
+			if !(r > 0) {
+				e.add(sw.At("rate"), "%s.sweep.rate[%d]: must be positive, got %v", path, i, r)
+			}
+		}
+	}
+	if modes != 1 {
+		e.add(p.Pos, "%s: a load phase needs exactly one of concurrency (closed loop), rate (open loop) or sweep", path)
+	}
+	openLoop := p.Has("rate") || len(p.Sweep.Rate) > 0
+	if p.Arrival == "" {
+		p.Arrival = "poisson"
+	} else if !openLoop {
+		e.add(p.At("arrival"), "%s.arrival: applies to open-loop load (rate), not to concurrency", path)
+	}
+	if !oneOf(p.Arrival, arrivals) {
+		e.add(p.At("arrival"), "%s.arrival: unknown %q (one of %s)%s", path, p.Arrival, strings.Join(arrivals, ", "), suggest(p.Arrival, arrivals))
+	}
+	if p.Has("burstiness") && p.Arrival != "gamma" {
+		e.add(p.At("burstiness"), "%s.burstiness: applies to arrival: gamma", path)
+	}
+	if p.Burstiness == 0 {
+		p.Burstiness = 1
+	}
+	if p.Burstiness < 0 {
+		e.add(p.At("burstiness"), "%s.burstiness: must be positive, got %v", path, p.Burstiness)
+	}
+	if p.Requests.List != nil {
+		e.add(p.At("requests"), "%s.requests: a load phase takes a count, e.g. requests: 1000", path)
+	}
+	if p.Has("requests") && p.Requests.Count < 1 {
+		e.add(p.At("requests"), "%s.requests: must be at least 1, got %d", path, p.Requests.Count)
+	}
+	if !p.Has("requests") && !p.Has("duration") {
+		e.add(p.Pos, "%s: a load phase needs a bound: requests: N and/or duration: D (per sweep point)", path)
+	}
+	if p.Has("duration") && p.Duration.Duration <= 0 {
+		e.add(p.At("duration"), "%s.duration: must be positive", path)
+	}
+	if p.MaxInFlight < 0 {
+		e.add(p.At("max_in_flight"), "%s.max_in_flight: must be positive, got %d", path, p.MaxInFlight)
+	}
+	if p.PromptDist == nil && len(p.PromptTokens) == 0 && p.Prompt.Text == "" && p.Prompt.File == "" {
+		p.PromptTokens = IntList{512}
+	}
+	if len(p.PromptTokens) > 1 {
+		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a load phase takes one size or a distribution", path)
+	}
+	if p.MaxTokensDist == nil {
+		defMax(p, 128)
+	}
+	checkDist(e, p.PromptDist, path+".prompt_tokens")
+	checkDist(e, p.MaxTokensDist, path+".max_tokens")
+	if sp := &p.Shared; p.Has("shared_prefix") {
+		if sp.Groups < 1 {
+			e.add(sp.At("groups"), "%s.shared_prefix.groups: must be at least 1, got %d", path, sp.Groups)
+		}
+		if sp.PrefixTokens < 1 {
+			e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: must be at least 1, got %d", path, sp.PrefixTokens)
+		}
+		if smallest := minPrompt(p); smallest > 0 && sp.PrefixTokens >= smallest {
+			e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: %d leaves no room in prompts of %d tokens", path, sp.PrefixTokens, smallest)
+		}
+	}
+}
+
+func minPrompt(p *Phase) int {
+	if p.PromptDist != nil {
+		return p.PromptDist.Min
+	}
+	if len(p.PromptTokens) > 0 {
+		return p.PromptTokens[0]
+	}
+	return 0
+}
+
+func checkDist(e *errs, d *Dist, path string) {
+	if d == nil {
+		return
+	}
+	switch d.Distribution {
+	case "uniform":
+		if d.Min < 1 || d.Max < d.Min {
+			e.add(d.Pos, "%s: uniform needs 1 <= min <= max, got min %d max %d", path, d.Min, d.Max)
+		}
+		if d.Has("mean") || d.Has("stddev") {
+			e.add(d.Pos, "%s: uniform takes min and max (mean and stddev are for normal)", path)
+		}
+	case "normal":
+		if !d.Has("mean") || d.Mean < 1 || d.StdDev < 0 {
+			e.add(d.Pos, "%s: normal needs mean >= 1 and stddev >= 0", path)
+		}
+		if d.Min == 0 {
+			d.Min = 1
+		}
+		if d.Max == 0 {
+			d.Max = int(d.Mean + 4*d.StdDev + 1)
+		}
+		if d.Max < d.Min {
+			e.add(d.Pos, "%s: max %d is below min %d", path, d.Max, d.Min)
+		}
+	default:
+		e.add(d.At("distribution"), "%s.distribution: unknown %q (one of %s)%s", path, d.Distribution, strings.Join(distKinds, ", "), suggest(d.Distribution, distKinds))
+	}
 }

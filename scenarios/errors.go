@@ -99,6 +99,9 @@ func suggest(word string, known []string) string {
 	best, bestD := "", 1<<30
 	for _, k := range known {
 		d := levenshtein(strings.ToLower(word), strings.ToLower(k))
+		if len(word) >= 3 && strings.HasPrefix(strings.ToLower(k), strings.ToLower(word)) {
+			d = 1 // a prefix of a known word (ttft → ttft_ms) is a near miss
+		}
 		if d < bestD {
 			best, bestD = k, d
 		}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"reflect"
 	"sort"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -27,6 +28,7 @@ const (
 
 // Phase kinds.
 const (
+	PhaseLoad        = "load"
 	PhaseWarmup      = "warmup"
 	PhasePrefill     = "prefill"
 	PhaseDecode      = "decode"
@@ -290,6 +292,114 @@ type Phase struct {
 	MaxErrorRate *float64   `yaml:"max_error_rate" json:"max_error_rate,omitempty"`
 	// FilePrompts holds the requests read from prompt.file at load time.
 	FilePrompts []*RequestSpec `yaml:"-" json:"-"`
+
+	// Load phases.
+	Concurrency int          `yaml:"concurrency" json:"concurrency,omitempty"`
+	Rate        float64      `yaml:"rate" json:"rate,omitempty"`
+	Arrival     string       `yaml:"arrival" json:"arrival,omitempty"`
+	Burstiness  float64      `yaml:"burstiness" json:"burstiness,omitempty"`
+	Duration    Duration     `yaml:"duration" json:"duration"`
+	RampUp      Duration     `yaml:"ramp_up" json:"ramp_up"`
+	MaxInFlight int          `yaml:"max_in_flight" json:"max_in_flight,omitempty"`
+	Sweep       Sweep        `yaml:"sweep" json:"sweep"`
+	SLO         SLO          `yaml:"slo" json:"slo,omitempty"`
+	Shared      SharedPrefix `yaml:"shared_prefix" json:"shared_prefix"`
+	// PromptDist and MaxTokensDist are set when prompt_tokens or max_tokens
+	// is a distribution rather than a number (load phases).
+	PromptDist    *Dist `yaml:"-" json:"prompt_dist,omitempty"`
+	MaxTokensDist *Dist `yaml:"-" json:"max_tokens_dist,omitempty"`
+}
+
+// Dist is a seeded distribution of token counts.
+type Dist struct {
+	Meta         `json:"-"`
+	Distribution string  `yaml:"distribution" json:"distribution"`
+	Min          int     `yaml:"min" json:"min,omitempty"`
+	Max          int     `yaml:"max" json:"max,omitempty"`
+	Mean         float64 `yaml:"mean" json:"mean,omitempty"`
+	StdDev       float64 `yaml:"stddev" json:"stddev,omitempty"`
+}
+
+// Sweep runs a load phase once per point: a list of concurrencies or of rates.
+type Sweep struct {
+	Meta        `json:"-"`
+	Concurrency []int     `yaml:"concurrency" json:"concurrency,omitempty"`
+	Rate        []float64 `yaml:"rate" json:"rate,omitempty"`
+}
+
+// SLO maps a per-request metric to its limit, e.g. {ttft_ms: 500, tpot_ms: 50}.
+type SLO struct {
+	Meta   `json:"-"`
+	Limits map[string]float64 `json:"limits,omitempty"`
+	Order  []string           `json:"-"`
+}
+
+// SLOMetrics are the per-request metrics an SLO may bound (all "lower is better").
+var SLOMetrics = []string{"ttft_ms", "tpot_ms", "e2e_ms", "ttfb_ms", "itl_max_ms"}
+
+func (x *SLO) decodeNode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind != yaml.MappingNode {
+		if n.ShortTag() != "!!null" {
+			d.errorf(n, "%s: expected a mapping such as {ttft_ms: 500, tpot_ms: 50}, got %s", path, describe(n))
+		}
+		return
+	}
+	x.Pos = d.pos(n)
+	x.Limits = map[string]float64{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !oneOf(k.Value, SLOMetrics) {
+			d.errorf(k, "%s: no per-request metric %q to bound (one of %s)%s", path, k.Value, strings.Join(SLOMetrics, ", "), suggest(k.Value, SLOMetrics))
+			continue
+		}
+		f, ok := d.floatValue(v, path+"."+k.Value)
+		if !ok {
+			continue
+		}
+		if f <= 0 {
+			d.errorf(v, "%s.%s: must be positive, got %v", path, k.Value, f)
+			continue
+		}
+		x.Limits[k.Value] = f
+		x.Order = append(x.Order, k.Value)
+	}
+}
+
+// SharedPrefix makes requests share prompt prefixes: request i belongs to
+// group i mod Groups, whose prompts all start with the same PrefixTokens.
+type SharedPrefix struct {
+	Meta         `json:"-"`
+	Groups       int `yaml:"groups" json:"groups,omitempty"`
+	PrefixTokens int `yaml:"prefix_tokens" json:"prefix_tokens,omitempty"`
+}
+
+func (p *Phase) decodeNode(d *decoder, n *yaml.Node, path string) {
+	type plain Phase // drops this method so decoding does not recurse
+	if n.Kind != yaml.MappingNode {
+		d.decodeStruct(n, reflect.ValueOf((*plain)(p)).Elem(), path)
+		return
+	}
+	// A prompt_tokens or max_tokens given as a mapping is a distribution:
+	// decode it aside, and the rest of the phase as usual.
+	rest := *n
+	rest.Content = nil
+	dists := map[string]**Dist{"prompt_tokens": &p.PromptDist, "max_tokens": &p.MaxTokensDist}
+	var distKeys [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolveAlias(n.Content[i+1])
+		if dst, ok := dists[k.Value]; ok && v.Kind == yaml.MappingNode {
+			*dst = &Dist{}
+			d.decode(v, reflect.ValueOf(*dst).Elem(), path+"."+k.Value)
+			distKeys = append(distKeys, [2]*yaml.Node{k, v})
+			continue
+		}
+		rest.Content = append(rest.Content, n.Content[i], n.Content[i+1])
+	}
+	d.decodeStruct(&rest, reflect.ValueOf((*plain)(p)).Elem(), path)
+	for _, kv := range distKeys {
+		p.Keys[kv[0].Value] = d.pos(kv[0])
+		p.Values[kv[0].Value] = d.pos(kv[1])
+	}
 }
 
 // Gate is an expression over the report that must hold.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,10 +98,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 type runOptions struct {
-	jsonOut string
-	noGate  bool
-	sets    []string
-	quiet   bool
+	jsonOut    string
+	noGate     bool
+	sets       []string
+	quiet      bool
+	samplesOut string
 }
 
 func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
@@ -109,7 +112,8 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	fs.StringVar(&o.jsonOut, "json-out", "", "write the JSON report to `PATH` (atomically, after validating it against the report schema)")
 	fs.BoolVar(&o.noGate, "no-gate", false, "measure and report without judging the gates")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set targets.route.activation_bytes=8192")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout; errors still go to stderr")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout and no progress; errors still go to stderr")
+	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines (load phases keep none in memory)")
 	return fs, o
 }
 
@@ -211,6 +215,27 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return ExitInvalid
 		}
 	}
+	var samples *sampleWriter
+	if o.samplesOut != "" {
+		f, err := os.Create(o.samplesOut)
+		if err != nil {
+			fmt.Fprintf(stderr, "tollgate run: --samples-out: %v\n", err)
+			return ExitInvalid
+		}
+		bw := bufio.NewWriterSize(f, 1<<20)
+		samples = &sampleWriter{enc: json.NewEncoder(bw)}
+		defer func() {
+			if err := bw.Flush(); err != nil && samples.err == nil {
+				samples.err = err
+			}
+			if err := f.Close(); err != nil && samples.err == nil {
+				samples.err = err
+			}
+			if samples.err != nil {
+				fmt.Fprintf(stderr, "tollgate run: --samples-out %s: %v\n", o.samplesOut, samples.err)
+			}
+		}()
+	}
 	if o.quiet {
 		stdout = io.Discard
 	}
@@ -219,9 +244,20 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	opts := engine.Options{ToolVersion: toolVersion(), LookupEnv: os.LookupEnv}
+	if samples != nil {
+		opts.SampleSink = samples.write
+	}
+	var pl *progressLine
+	if !o.quiet && isTerminal(os.Stderr) {
+		pl = newProgressLine(stderr)
+		opts.OnProgress = pl.update
+	}
 	rep := engine.New(p.sc, opts)
 	runErr := engine.Run(ctx, p.sc, rep, opts)
 	interrupted := ctx.Err() != nil
+	if pl != nil {
+		pl.finish()
+	}
 
 	code := ExitPass
 	switch {

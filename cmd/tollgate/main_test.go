@@ -57,7 +57,7 @@ func tollgate(t *testing.T, args ...string) result {
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
-func readReport(t *testing.T, path string) map[string]any {
+func readJSONReport(t *testing.T, path string) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -123,7 +123,7 @@ func TestExitCodes(t *testing.T) {
 				}
 				return
 			}
-			rep := readReport(t, out)
+			rep := readJSONReport(t, out)
 			if rep["status"] != tc.status {
 				t.Errorf("report status %v, want %s", rep["status"], tc.status)
 			}
@@ -150,7 +150,7 @@ func TestReportContent(t *testing.T) {
 	if r := tollgate(t, "run", example, "--json-out", out); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	rep := readReport(t, out)
+	rep := readJSONReport(t, out)
 	runs := rep["runs"].(map[string]any)
 	p50 := runs["relay/cached"].(map[string]any)["phases"].(map[string]any)["decode"].(map[string]any)["seam_latency_ms"].(map[string]any)["p50"].(float64)
 	if p50 < 1.5054 || p50 > 1.5055 {
@@ -233,7 +233,7 @@ func TestExamplesRun(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
-			if rep := readReport(t, out); rep["status"] != "pass" {
+			if rep := readJSONReport(t, out); rep["status"] != "pass" {
 				t.Errorf("status %v", rep["status"])
 			}
 		})
@@ -247,7 +247,7 @@ func TestUnreachableServerExits3(t *testing.T) {
 	if r.code != ExitNotJudged || !strings.Contains(r.stderr, "target not ready within 300ms") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	rep := readReport(t, out)
+	rep := readJSONReport(t, out)
 	run := rep["runs"].(map[string]any)["server"].(map[string]any)
 	if rep["status"] != "error" || run["status"] != "error" {
 		t.Errorf("report status %v, run status %v", rep["status"], run["status"])
@@ -283,7 +283,7 @@ func TestServeThenRunAgainstIt(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	target := readReport(t, out)["runs"].(map[string]any)["server"].(map[string]any)["target"].(map[string]any)
+	target := readJSONReport(t, out)["runs"].(map[string]any)["server"].(map[string]any)["target"].(map[string]any)
 	if target["kind"] != "openai" || target["base_url"] != url || target["model"] != "tollgate-sim" {
 		t.Errorf("target %v", target)
 	}

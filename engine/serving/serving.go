@@ -32,6 +32,12 @@ type Options struct {
 	Samples bool
 	// Progress, when set, is told about each request as it finishes.
 	Progress func(phase string, done, total int)
+	// OnProgress, when set, gets a live view of load phases a few times a second.
+	OnProgress func(Progress)
+	// SampleSink, when set, receives every request sample as it completes
+	// (from any goroutine, serialised per phase point); load phases never keep
+	// samples in memory.
+	SampleSink func(report.RequestSample)
 }
 
 // ErrPhase marks a phase stopped because its error rate exceeded max_error_rate.
@@ -117,7 +123,7 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		BaseURL: baseURL, APIKey: apiKey, Headers: cfg.Headers, ExtraBody: cfg.Body,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
 		IdleTimeout: cfg.Timeouts.Idle.Duration, TotalTimeout: cfg.Timeouts.Total.Duration,
-		CAFile: cfg.CAFile, MaxConns: 4,
+		CAFile: cfg.CAFile, MaxConns: poolSize(run.Phases),
 	})
 	if err != nil {
 		return out, err
@@ -333,6 +339,8 @@ func (r *runner) execute(ctx context.Context, p *scenarios.Phase, ph *report.Pha
 			add("identical", i, size, prompt, nil, p.MaxTokens)
 			add("small_suffix", i, size+p.SuffixTokens, prompt+"\n\n"+suffix, nil, p.MaxTokens)
 		}
+	case scenarios.PhaseLoad:
+		return r.loadPhase(ctx, p, ph)
 	case scenarios.PhaseRequests:
 		for rep := 0; rep < p.Repeat; rep++ {
 			for i, spec := range p.Requests.List {
@@ -382,8 +390,14 @@ func (r *runner) execute(ctx context.Context, p *scenarios.Phase, ph *report.Pha
 			}
 			a.add(res, name)
 		}
-		if r.opts.Samples {
-			samples = append(samples, sampleOf(res, p.Name, pl.point, pl.index, startMS))
+		if r.opts.Samples || r.opts.SampleSink != nil {
+			s := sampleOf(res, p.Name, pl.point, pl.index, startMS)
+			if r.opts.Samples {
+				samples = append(samples, s)
+			}
+			if r.opts.SampleSink != nil {
+				r.opts.SampleSink(s)
+			}
 		}
 		if r.opts.Progress != nil {
 			r.opts.Progress(p.Name, i+1, len(plans))
@@ -476,4 +490,27 @@ func metricsDelta(before, after map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// poolSize sizes the keep-alive pool to the most requests any phase keeps in
+// flight, so load never pays for connection churn.
+func poolSize(phases []*scenarios.Phase) int {
+	n := 4
+	for _, p := range phases {
+		if p.Kind != scenarios.PhaseLoad {
+			continue
+		}
+		n = max(n, p.Concurrency)
+		for _, c := range p.Sweep.Concurrency {
+			n = max(n, c)
+		}
+		if p.Rate > 0 || len(p.Sweep.Rate) > 0 {
+			limit := p.MaxInFlight
+			if limit == 0 {
+				limit = 4096
+			}
+			n = max(n, min(limit, 4096))
+		}
+	}
+	return n
 }

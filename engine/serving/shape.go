@@ -43,6 +43,28 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 			for _, n := range p.PromptTokens {
 				ph.ByPromptTokens[strconv.Itoa(n)] = &report.Point{ServingMetrics: metrics(), TargetPromptTokens: n}
 			}
+		case scenarios.PhaseLoad:
+			specs := []report.LoadPoint{{Concurrency: p.Concurrency, Rate: p.Rate}}
+			if len(p.Sweep.Concurrency)+len(p.Sweep.Rate) > 0 {
+				specs = nil
+				for _, c := range p.Sweep.Concurrency {
+					specs = append(specs, report.LoadPoint{Concurrency: c})
+				}
+				for _, rt := range p.Sweep.Rate {
+					specs = append(specs, report.LoadPoint{Rate: rt})
+				}
+			}
+			for _, sp := range specs {
+				lp := sp
+				lp.ServingMetrics = metrics()
+				lp.QueueMS = report.NewStat([]float64{1})
+				lp.DurationS = 1
+				lp.AchievedRatePerS, lp.RequestThroughputPerS, lp.OutputTokensPerS, lp.TotalTokensPerS, lp.AchievedConcurrency = &f, &f, &f, &f, &f
+				if len(p.SLO.Limits) > 0 {
+					lp.Goodput = &report.Goodput{SLO: p.SLO.Limits, GoodRequests: 1, GoodRequestsPerS: &f, AttainedPct: &f}
+				}
+				ph.Points = append(ph.Points, &lp)
+			}
 		case scenarios.PhasePrefixCache:
 			ph.Variants = map[string]*report.Point{
 				"fresh":        {ServingMetrics: metrics()},
@@ -50,7 +72,7 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 				"small_suffix": {ServingMetrics: metrics(), Speedup: &f},
 			}
 		}
-		if p.Kind != scenarios.PhaseWarmup && samples {
+		if p.Kind != scenarios.PhaseWarmup && p.Kind != scenarios.PhaseLoad && samples {
 			ph.Samples = []report.RequestSample{sampleOf(fake, p.Name, "", 0, 0)}
 		}
 		out.Phases[p.Name] = ph

@@ -1,0 +1,336 @@
+package serving
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/load"
+	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// Progress is a live view of a running phase, for a progress line.
+type Progress struct {
+	Run, Phase, Point string
+	Done, Total       int // Total is 0 when only a duration bounds the phase
+	InFlight          int64
+	Errors            int
+	Elapsed           time.Duration
+	TTFTP50MS         *float64
+}
+
+// point is the state of one load point while it runs; jobs update it
+// concurrently under mu.
+type point struct {
+	mu         sync.Mutex
+	agg        *aggregator
+	queue      []float64
+	e2eSumMS   float64
+	promptSum  float64
+	outputSum  float64
+	good       int
+	slo        map[string]float64
+	firstStart time.Time
+	lastEnd    time.Time
+}
+
+// goodRequest reports whether a successful request met every SLO limit.
+func goodRequest(m openai.Metrics, slo map[string]float64) bool {
+	for k, limit := range slo {
+		var v *float64
+		switch k {
+		case "ttft_ms":
+			v = m.TTFTMs
+		case "tpot_ms":
+			v = m.TPOTMs
+		case "ttfb_ms":
+			v = m.TTFBMs
+		case "e2e_ms":
+			e := m.E2EMs
+			v = &e
+		case "itl_max_ms":
+			if len(m.ITLMs) > 0 {
+				mx := 0.0
+				for _, x := range m.ITLMs {
+					mx = math.Max(mx, x)
+				}
+				v = &mx
+			}
+		}
+		// A metric the request does not have (a 1-token answer has no
+		// TPOT) cannot be held against it.
+		if v != nil && *v > limit {
+			return false
+		}
+	}
+	return true
+}
+
+// loadPhase runs a load phase: one point, or one per sweep value.
+func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.Phase) error {
+	type spec struct {
+		concurrency int
+		rate        float64
+	}
+	var specs []spec
+	switch {
+	case len(p.Sweep.Concurrency) > 0:
+		for _, c := range p.Sweep.Concurrency {
+			specs = append(specs, spec{concurrency: c})
+		}
+	case len(p.Sweep.Rate) > 0:
+		for _, rt := range p.Sweep.Rate {
+			specs = append(specs, spec{rate: rt})
+		}
+	case p.Concurrency > 0:
+		specs = []spec{{concurrency: p.Concurrency}}
+	default:
+		specs = []spec{{rate: p.Rate}}
+	}
+	prompts, err := r.loadPrompts(ctx, p, ph)
+	if err != nil {
+		return err
+	}
+	all := newAggregator()
+	var allMu sync.Mutex
+	next := 0 // global request index across points, so no two requests share a prompt
+	for _, sp := range specs {
+		lp := &report.LoadPoint{Concurrency: sp.concurrency, Rate: sp.rate}
+		st := &point{agg: newAggregator(), slo: p.SLO.Limits}
+		plan := load.Plan{Concurrency: sp.concurrency, MaxRequests: p.Requests.Count, Duration: p.Duration.Duration,
+			RampUp: p.RampUp.Duration, MaxInFlight: p.MaxInFlight}
+		label := fmt.Sprintf("concurrency %d", sp.concurrency)
+		if sp.rate > 0 {
+			plan.Schedule, err = load.NewSchedule(sp.rate, p.Arrival, p.Burstiness, p.RampUp.Duration, r.seed(p)+int64(next))
+			if err != nil {
+				return err
+			}
+			label = fmt.Sprintf("rate %g/s", sp.rate)
+		}
+		maxRate := 0.0
+		if p.MaxErrorRate != nil {
+			maxRate = *p.MaxErrorRate
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		var stopErr error
+		var stopOnce sync.Once
+		var inflight int64
+		base := next
+		done := 0
+		started := time.Now()
+		tick := r.progressTicker(pctx, func() Progress {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			pr := Progress{Phase: p.Name, Point: label, Done: done, Total: p.Requests.Count, InFlight: inflight, Errors: st.agg.errCount, Elapsed: time.Since(started)}
+			if len(st.agg.ttft) > 0 {
+				s := report.NewStat(st.agg.ttft)
+				pr.TTFTP50MS = s.P50
+			}
+			return pr
+		})
+		res := load.Execute(pctx, plan, func(jctx context.Context, i int, scheduled, sent time.Time) {
+			idx := base + i
+			req := prompts(idx)
+			st.mu.Lock()
+			inflight++
+			st.mu.Unlock()
+			out, _ := r.client.Stream(jctx, req)
+			end := time.Now()
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			inflight--
+			done++
+			if out.Err != nil && out.Err.Class == openai.ClassCanceled && pctx.Err() != nil {
+				return // stopped by us or the user: not the server's error
+			}
+			name := requestName(p.Name, label, i)
+			st.agg.add(out, name)
+			allMu.Lock()
+			all.add(out, name)
+			allMu.Unlock()
+			st.queue = append(st.queue, float64(sent.Sub(scheduled).Microseconds())/1000)
+			if st.firstStart.IsZero() || sent.Before(st.firstStart) {
+				st.firstStart = sent
+			}
+			if end.After(st.lastEnd) {
+				st.lastEnd = end
+			}
+			if out.Err == nil {
+				st.e2eSumMS += out.E2EMs
+				if out.PromptTokens != nil {
+					st.promptSum += float64(*out.PromptTokens)
+				}
+				if out.CompletionTokens != nil {
+					st.outputSum += float64(*out.CompletionTokens)
+				}
+				if goodRequest(out.Metrics, st.slo) {
+					st.good++
+				}
+			}
+			if r.opts.SampleSink != nil {
+				r.opts.SampleSink(sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000))
+			}
+			planned := p.Requests.Count
+			if planned == 0 {
+				planned = st.agg.requests
+			}
+			if st.agg.errCount > int(math.Floor(maxRate*float64(planned))) && st.agg.errCount > 0 {
+				stopOnce.Do(func() {
+					stopErr = fmt.Errorf("%w: %s: %d of %d requests failed, over max_error_rate %g (last: %v)", ErrPhase, label, st.agg.errCount, st.agg.requests, maxRate, out.Err)
+					cancel()
+				})
+			}
+		})
+		cancel()
+		tick()
+		next += res.Sent
+
+		lp.ServingMetrics = st.agg.metrics()
+		lp.QueueMS = report.NewStat(st.queue)
+		lp.PeakInFlight = res.PeakInFlight
+		if !st.firstStart.IsZero() {
+			dur := st.lastEnd.Sub(st.firstStart).Seconds()
+			lp.DurationS = dur
+			if window := res.LastSend.Sub(res.Start).Seconds(); window > 0 && res.Sent > 1 {
+				// n sends span n−1 gaps.
+				lp.AchievedRatePerS = report.F(float64(res.Sent-1) / window)
+			}
+			if dur > 0 {
+				lp.RequestThroughputPerS = report.F(float64(lp.Succeeded) / dur)
+				lp.OutputTokensPerS = report.F(st.outputSum / dur)
+				lp.TotalTokensPerS = report.F((st.promptSum + st.outputSum) / dur)
+				lp.AchievedConcurrency = report.F(st.e2eSumMS / 1000 / dur)
+			}
+			if len(st.slo) > 0 {
+				g := &report.Goodput{SLO: st.slo, GoodRequests: st.good}
+				if dur > 0 {
+					g.GoodRequestsPerS = report.F(float64(st.good) / dur)
+				}
+				if lp.Requests > 0 {
+					g.AttainedPct = report.F(100 * float64(st.good) / float64(lp.Requests))
+				}
+				lp.Goodput = g
+			}
+		}
+		ph.Points = append(ph.Points, lp)
+		if stopErr != nil {
+			ph.ServingMetrics = all.metrics()
+			return stopErr
+		}
+		if err := ctx.Err(); err != nil {
+			ph.ServingMetrics = all.metrics()
+			return err
+		}
+	}
+	ph.ServingMetrics = all.metrics()
+	return nil
+}
+
+// loadPrompts returns the request for global index i. Synthetic prompts are
+// sized with one calibration per phase (tokens per word at the mean size),
+// since calibrating each of thousands of requests would flood the server.
+func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report.Phase) (func(i int) openai.Request, error) {
+	seed := r.seed(p)
+	maxTokens := func(rng *rand.Rand) int { return p.MaxTokens }
+	if d := p.MaxTokensDist; d != nil {
+		maxTokens = func(rng *rand.Rand) int { return draw(d, rng) }
+	}
+	if p.Prompt.Text != "" || len(p.FilePrompts) > 0 {
+		return func(i int) openai.Request {
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+			text, msgs, _ := r.fixedPrompt(p, i)
+			return r.request(text, msgs, maxTokens(rng))
+		}, nil
+	}
+	mean := 0
+	if len(p.PromptTokens) > 0 {
+		mean = p.PromptTokens[0]
+	} else if d := p.PromptDist; d != nil {
+		mean = int(d.Mean)
+		if d.Distribution == "uniform" {
+			mean = (d.Min + d.Max) / 2
+		}
+	}
+	tokensPerWord := 4.0 / 3
+	if p.Prompt.Calibrate == nil || *p.Prompt.Calibrate {
+		c, err := r.client.Calibrate(ctx, mean, seed, openai.CalibrateOptions{Model: r.model, Index: 9_000_000})
+		if err != nil && c.Words == 0 {
+			return nil, fmt.Errorf("calibrating prompts of %d tokens: %w", mean, err)
+		}
+		ph.Calibration = append(ph.Calibration, report.CalibrationResult{TargetTokens: mean, Tokens: c.Tokens, Words: c.Words,
+			Method: c.Method, Iterations: c.Iterations, Request: p.Name + " (tokens per word)"})
+		if c.Words > 0 && c.Tokens > 0 {
+			tokensPerWord = float64(c.Tokens) / float64(c.Words)
+		}
+	}
+	words := func(tokens int) int { return max(1, int(math.Round(float64(tokens)/tokensPerWord))) }
+	var prefixes []string
+	if sp := p.Shared; sp.Groups > 0 {
+		for g := 0; g < sp.Groups; g++ {
+			prefixes = append(prefixes, openai.SyntheticPrompt(seed, 3_000_000+g, words(sp.PrefixTokens), ""))
+		}
+	}
+	return func(i int) openai.Request {
+		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+		tokens := mean
+		if len(p.PromptTokens) == 0 && p.PromptDist != nil {
+			tokens = draw(p.PromptDist, rng)
+		}
+		prefix := ""
+		if len(prefixes) > 0 {
+			prefix = prefixes[i%len(prefixes)]
+			tokens -= p.Shared.PrefixTokens
+		}
+		return r.request(openai.SyntheticPrompt(seed, i, words(tokens), prefix), nil, maxTokens(rng))
+	}, nil
+}
+
+// draw samples a token count from a distribution, clamped to [min, max].
+func draw(d *scenarios.Dist, rng *rand.Rand) int {
+	switch d.Distribution {
+	case "uniform":
+		return d.Min + rng.IntN(d.Max-d.Min+1)
+	default:
+		v := int(math.Round(d.Mean + d.StdDev*rng.NormFloat64()))
+		return min(max(v, d.Min), d.Max)
+	}
+}
+
+// progressTicker reports progress every 250 ms until stop is called.
+func (r *runner) progressTicker(ctx context.Context, snapshot func() Progress) (stop func()) {
+	if r.opts.OnProgress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				pr := snapshot()
+				pr.Run = r.run.Name
+				r.opts.OnProgress(pr)
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		pr := snapshot()
+		pr.Run = r.run.Name
+		r.opts.OnProgress(pr)
+	}
+}
