@@ -3,6 +3,8 @@ package report
 import (
 	"math"
 	"sort"
+
+	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // Stat summarises a distribution. Over zero samples only Count (0) is
@@ -60,3 +62,15 @@ func F(x float64) *float64 {
 
 // MS converts virtual or measured nanoseconds to milliseconds.
 func MS(ns int64) float64 { return float64(ns) / 1e6 }
+
+// StatFrom summarises a histogram: exact up to stats.ExactLimit samples,
+// within stats.RelativeError (0.05 %) beyond, in bounded memory either way.
+func StatFrom(h *stats.Histogram) Stat {
+	s := Stat{Count: int(h.Count())}
+	if s.Count == 0 {
+		return s
+	}
+	s.Mean, s.Min, s.Max = F(h.Mean()), F(h.Min()), F(h.Max())
+	s.P50, s.P90, s.P95, s.P99 = F(h.Quantile(50)), F(h.Quantile(90)), F(h.Quantile(95)), F(h.Quantile(99))
+	return s
+}

@@ -27,11 +27,14 @@ type Schedule interface {
 // arrivals is an open-loop schedule: unit-rate arrival "counts" u_i from the
 // chosen process, mapped through the inverse of the cumulative rate Λ(t).
 type arrivals struct {
-	rate   float64 // requests per second at full rate
-	rampS  float64 // linear ramp from 0 to rate over this many seconds
-	counts []float64
-	next   func() float64
-	sum    float64
+	rate  float64 // requests per second at full rate
+	rampS float64 // linear ramp from 0 to rate over this many seconds
+	reset func() func() float64
+	next  func() float64
+	// Only the latest arrival is kept, so an hour-long run needs no more
+	// memory than a minute-long one; asking for an earlier i replays.
+	i   int
+	sum float64
 }
 
 // NewSchedule returns an open-loop schedule. rate is requests/s; arrival is
@@ -43,35 +46,37 @@ func NewSchedule(rate float64, arrival string, burstiness float64, rampUp time.D
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return nil, fmt.Errorf("load: rate must be a positive number of requests per second, got %v", rate)
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x7011_6a7e))
 	a := &arrivals{rate: rate, rampS: rampUp.Seconds()}
 	switch arrival {
 	case ArrivalConstant, "":
-		a.next = func() float64 { return 1 }
+		a.reset = func() func() float64 { return func() float64 { return 1 } }
 	case ArrivalPoisson:
-		a.next = rng.ExpFloat64
+		a.reset = func() func() float64 { return rand.New(rand.NewPCG(uint64(seed), 0x7011_6a7e)).ExpFloat64 }
 	case ArrivalGamma:
 		if !(burstiness > 0) {
 			return nil, fmt.Errorf("load: burstiness must be positive, got %v", burstiness)
 		}
-		a.next = func() float64 { return gamma(rng, burstiness) / burstiness }
+		a.reset = func() func() float64 {
+			rng := rand.New(rand.NewPCG(uint64(seed), 0x7011_6a7e))
+			return func() float64 { return gamma(rng, burstiness) / burstiness }
+		}
 	default:
 		return nil, fmt.Errorf("load: unknown arrival %q (constant, poisson or gamma)", arrival)
 	}
+	a.next = a.reset()
 	return a, nil
 }
 
-// Offset is for one goroutine (the dispatcher). Counts are kept, so any
-// earlier i can be asked again; memory is 8 bytes per request sent.
+// Offset is for one goroutine (the dispatcher), asked with increasing i.
 func (a *arrivals) Offset(i int) time.Duration {
-	for len(a.counts) <= i {
-		// The first request goes at the start; each later one a gap after.
-		if len(a.counts) > 0 {
-			a.sum += a.next()
-		}
-		a.counts = append(a.counts, a.sum)
+	if i < a.i {
+		a.i, a.sum, a.next = 0, 0, a.reset()
 	}
-	return time.Duration(math.Round(a.invert(a.counts[i]) * float64(time.Second)))
+	// The first request goes at the start; each later one a gap after.
+	for ; a.i < i; a.i++ {
+		a.sum += a.next()
+	}
+	return time.Duration(math.Round(a.invert(a.sum) * float64(time.Second)))
 }
 
 // invert solves Λ(t) = u for t, where Λ is the cumulative expected arrivals:

@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
+	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // Progress is a live view of a running phase, for a progress line.
@@ -29,7 +30,7 @@ type Progress struct {
 type point struct {
 	mu         sync.Mutex
 	agg        *aggregator
-	queue      []float64
+	queue      *stats.Histogram
 	e2eSumMS   float64
 	promptSum  float64
 	outputSum  float64
@@ -101,7 +102,7 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 	next := 0 // global request index across points, so no two requests share a prompt
 	for _, sp := range specs {
 		lp := &report.LoadPoint{Concurrency: sp.concurrency, Rate: sp.rate}
-		st := &point{agg: newAggregator(), slo: p.SLO.Limits}
+		st := &point{agg: newAggregator(), slo: p.SLO.Limits, queue: stats.New()}
 		plan := load.Plan{Concurrency: sp.concurrency, MaxRequests: p.Requests.Count, Duration: p.Duration.Duration,
 			RampUp: p.RampUp.Duration, MaxInFlight: p.MaxInFlight}
 		label := fmt.Sprintf("concurrency %d", sp.concurrency)
@@ -127,9 +128,8 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			pr := Progress{Phase: p.Name, Point: label, Done: done, Total: p.Requests.Count, InFlight: inflight, Errors: st.agg.errCount, Elapsed: time.Since(started)}
-			if len(st.agg.ttft) > 0 {
-				s := report.NewStat(st.agg.ttft)
-				pr.TTFTP50MS = s.P50
+			if st.agg.ttft.Count() > 0 {
+				pr.TTFTP50MS = report.F(st.agg.ttft.Quantile(50))
 			}
 			return pr
 		})
@@ -153,7 +153,7 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 			allMu.Lock()
 			all.add(out, name)
 			allMu.Unlock()
-			st.queue = append(st.queue, float64(sent.Sub(scheduled).Microseconds())/1000)
+			_ = st.queue.Add(float64(sent.Sub(scheduled).Nanoseconds()) / 1e6)
 			if st.firstStart.IsZero() || sent.Before(st.firstStart) {
 				st.firstStart = sent
 			}
@@ -191,7 +191,7 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 		next += res.Sent
 
 		lp.ServingMetrics = st.agg.metrics()
-		lp.QueueMS = report.NewStat(st.queue)
+		lp.QueueMS = report.StatFrom(st.queue)
 		lp.PeakInFlight = res.PeakInFlight
 		if !st.firstStart.IsZero() {
 			dur := st.lastEnd.Sub(st.firstStart).Seconds()

@@ -1,0 +1,169 @@
+package serving
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/sim"
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+func startSim(t *testing.T, cfg sim.Config) (*sim.Server, string) {
+	t.Helper()
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := s.Start(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, url
+}
+
+// The simulator counts running sequences itself: a closed loop of N never
+// has more than N requests running, whatever the client does.
+func TestClosedLoopConcurrencyCountedByTheSimulator(t *testing.T) {
+	for _, c := range []int{1, 6} {
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			s, url := startSim(t, sim.Config{DecodeStep: 2 * time.Millisecond, MaxRunningSeqs: 256})
+			sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  load: {concurrency: %d, requests: 48, prompt_tokens: 64, max_tokens: 8}
+`, url, c), nil)
+			r, err := runFirst(t, sc, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := s.Stats()
+			if st.PeakRunning > int64(c) {
+				t.Errorf("the simulator saw %d running at once, concurrency is %d", st.PeakRunning, c)
+			}
+			if c > 1 && st.PeakRunning < 2 {
+				t.Errorf("peak running %d: the load never overlapped", st.PeakRunning)
+			}
+			lp := r.Phases["load"].Points[0]
+			if lp.Requests != 48 || lp.Succeeded != 48 || lp.PeakInFlight > int64(c) {
+				t.Errorf("point %+v", lp)
+			}
+			if lp.QueueMS.Max == nil || *lp.QueueMS.Max != 0 {
+				t.Errorf("closed loop queue_ms must be 0, got %v", lp.QueueMS.Max)
+			}
+			if lp.AchievedConcurrency == nil || *lp.AchievedConcurrency > float64(c)+0.01 {
+				t.Errorf("achieved concurrency %v > %d", lp.AchievedConcurrency, c)
+			}
+		})
+	}
+}
+
+func TestOpenLoopSweepKeepsTheRate(t *testing.T) {
+	_, url := startSim(t, sim.Config{DecodeStep: time.Millisecond})
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  load:
+    sweep: {rate: [50, 200]}
+    arrival: constant
+    requests: 100
+    prompt_tokens: 32
+    max_tokens: 4
+    slo: {ttft_ms: 100000}
+`, url), nil)
+	r, err := runFirst(t, sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := r.Phases["load"].Points
+	if len(pts) != 2 || pts[0].Rate != 50 || pts[1].Rate != 200 {
+		t.Fatalf("points %+v", pts)
+	}
+	for _, lp := range pts {
+		// Sends follow an absolute schedule, so the achieved rate is the
+		// offered one; 10% leaves room for a loaded CI machine.
+		if lp.AchievedRatePerS == nil || math.Abs(*lp.AchievedRatePerS-lp.Rate)/lp.Rate > 0.10 {
+			t.Errorf("rate %v: achieved %v", lp.Rate, lp.AchievedRatePerS)
+		}
+		if g := lp.Goodput; g == nil || g.GoodRequests != 100 || *g.AttainedPct != 100 {
+			t.Errorf("rate %v: goodput %+v", lp.Rate, g)
+		}
+		if lp.QueueMS.Count != 100 {
+			t.Errorf("queue_ms count %d", lp.QueueMS.Count)
+		}
+	}
+	if r.Phases["load"].Requests != 200 {
+		t.Errorf("phase total %d, want 200 over both points", r.Phases["load"].Requests)
+	}
+}
+
+func TestGoodRequest(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	m := openai.Metrics{TTFTMs: f(120), TPOTMs: f(30), E2EMs: 900, ITLMs: []float64{20, 45, 30}}
+	for _, tc := range []struct {
+		name string
+		slo  map[string]float64
+		want bool
+	}{
+		{name: "within all", slo: map[string]float64{"ttft_ms": 200, "tpot_ms": 50, "e2e_ms": 1000, "itl_max_ms": 50}, want: true},
+		{name: "ttft over", slo: map[string]float64{"ttft_ms": 100}, want: false},
+		{name: "limit is inclusive", slo: map[string]float64{"ttft_ms": 120}, want: true},
+		{name: "itl max over", slo: map[string]float64{"itl_max_ms": 40}, want: false},
+		{name: "e2e over", slo: map[string]float64{"e2e_ms": 899}, want: false},
+		{name: "metric the request lacks is not held against it", slo: map[string]float64{"ttfb_ms": 1}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := goodRequest(m, tc.slo); got != tc.want {
+				t.Errorf("good = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGoodputArithmetic(t *testing.T) {
+	_, url := startSim(t, sim.Config{DecodeStep: time.Millisecond, TTFTBase: 20 * time.Millisecond})
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  load: {concurrency: 4, requests: 20, max_tokens: 4, prompt_tokens: 32, slo: {ttft_ms: 1}}
+`, url), nil)
+	r, err := runFirst(t, sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := r.Phases["load"].Points[0].Goodput
+	// Every TTFT is at least the injected 20 ms: none meets a 1 ms SLO.
+	if g.GoodRequests != 0 || *g.AttainedPct != 0 || *g.GoodRequestsPerS != 0 {
+		t.Errorf("goodput %+v", g)
+	}
+}
+
+func TestLoadSamplesStreamNotKept(t *testing.T) {
+	_, url := startSim(t, sim.Config{DecodeStep: time.Millisecond})
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  load: {concurrency: 3, requests: 30, max_tokens: 2, prompt_tokens: 16}
+`, url), nil)
+	var got []report.RequestSample
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := Run(ctx, sc.Runs[0], Options{Samples: true, SampleSink: func(s report.RequestSample) { got = append(got, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 30 {
+		t.Errorf("%d samples streamed, want 30", len(got))
+	}
+	if r.Phases["load"].Samples != nil {
+		t.Error("a load phase must not keep samples in memory")
+	}
+}
