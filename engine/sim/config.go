@@ -73,8 +73,9 @@ type Config struct {
 	// /v1/* endpoints (401 otherwise), so clients can test key handling.
 	APIKey string
 
-	// Fault injection (errors, stalls, disconnects) is planned as a separate
-	// field here; it will default to off.
+	// Faults make chosen generation requests fail or misbehave (HTTP
+	// errors, resets, stalls, broken streams); none by default. See Fault.
+	Faults []Fault
 }
 
 // DefaultConfig returns the defaults: small-model-on-one-GPU latencies that
@@ -131,6 +132,7 @@ func (c Config) withDefaults() Config {
 	if c.MeanEOSTokens == 0 {
 		c.MeanEOSTokens = d.MeanEOSTokens
 	}
+	c.Faults = withFaultDefaults(c.Faults)
 	return c
 }
 
@@ -168,5 +170,6 @@ func (c Config) validate() error {
 	if c.MeanEOSTokens < 1 {
 		bad("sim: MeanEOSTokens must be at least 1, got %d", c.MeanEOSTokens)
 	}
+	errs = append(errs, validateFaults(c.Faults)...)
 	return errors.Join(errs...)
 }

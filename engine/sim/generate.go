@@ -56,12 +56,33 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeHTTPError(w, e)
 			return
 		}
-		s.requests.Add(1)
+		f := s.faults.pick(s.requests.Add(1), req.Stream)
+		if f != nil {
+			// Faults that replace the whole response happen at once, before
+			// the request takes a slot, as a real overloaded front end does.
+			switch f.kind {
+			case fkHTTP429, fkHTTP503, fkHTTP500:
+				s.faults.count(f.kind)
+				writeStatusFault(w, f)
+				return
+			case fkResetBeforeHeaders:
+				s.faults.count(f.kind)
+				abortConn(w)
+				return
+			case fkWrongContentType:
+				s.faults.count(f.kind)
+				writeWrongContentType(w)
+				return
+			}
+		}
 		var err error
 		if req.Stream {
-			err = s.stream(r.Context(), w, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+			err = s.stream(r.Context(), w, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, f)
 		} else {
-			err = s.respond(r.Context(), w, g)
+			err = s.respond(r.Context(), w, g, f)
+		}
+		if errors.Is(err, errFaultEnd) {
+			return
 		}
 		if err != nil {
 			s.aborted.Add(1)
@@ -242,7 +263,7 @@ func (g *generation) usage() usage {
 }
 
 // respond serves a non-streamed request once every token exists.
-func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generation) error {
+func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generation, f *activeFault) error {
 	var text strings.Builder
 	err := s.run(ctx, g, false, func(toks []*outTok) error {
 		for _, t := range toks {
@@ -278,14 +299,79 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generati
 		t := text.String()
 		c.Text = &t
 	}
-	writeJSON(w, http.StatusOK, struct {
+	v := struct {
 		ID      string          `json:"id"`
 		Object  string          `json:"object"`
 		Created int64           `json:"created"`
 		Model   json.RawMessage `json:"model"`
 		Choices []choice        `json:"choices"`
 		Usage   usage           `json:"usage"`
-	}{g.id, object, g.created, s.modelJSON, []choice{c}, g.usage()})
+	}{g.id, object, g.created, s.modelJSON, []choice{c}, g.usage()}
+	if f == nil {
+		writeJSON(w, http.StatusOK, v)
+		return nil
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	return s.respondFault(ctx, w, append(body, '\n'), f)
+}
+
+// respondFault writes a non-streamed body the way fault f asks.
+func (s *Server) respondFault(ctx context.Context, w http.ResponseWriter, body []byte, f *activeFault) error {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "application/json")
+	switch f.kind {
+	case fkSlowTrickle:
+		s.faults.count(f.kind)
+		w.WriteHeader(http.StatusOK)
+		return s.writeOut(ctx, w, rc, body, f.TrickleInterval)
+	case fkResetMidStream:
+		// The full length is announced, so the client knows the body is cut.
+		s.faults.count(f.kind)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		if err := s.writeOut(ctx, w, rc, body[:len(body)/2], 0); err != nil {
+			return err
+		}
+		abortConn(w)
+		return errFaultEnd
+	case fkMalformedJSON:
+		// A complete response (its own length) whose JSON stops halfway.
+		s.faults.count(f.kind)
+		body = body[:len(body)/2]
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+		return errFaultEnd
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return nil
+}
+
+// writeOut writes b and flushes it. With trickle > 0 (slow_trickle) it
+// writes trickleChunkBytes at a time and waits trickle after each write.
+func (s *Server) writeOut(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, b []byte, trickle time.Duration) error {
+	for len(b) > 0 {
+		n := len(b)
+		if trickle > 0 {
+			n = min(n, trickleChunkBytes)
+		}
+		if _, err := w.Write(b[:n]); err != nil {
+			return fmt.Errorf("write response: %w", err)
+		}
+		if err := rc.Flush(); err != nil {
+			return fmt.Errorf("flush response: %w", err)
+		}
+		b = b[n:]
+		if trickle > 0 {
+			if err := sleepCtx(ctx, s.done, trickle); err != nil {
+				return fmt.Errorf("slow trickle: %w", err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -294,13 +380,28 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generati
 // the server's responsiveness and time-to-first-token its queue and prefill.
 // Every chunk is pre-encoded: a fixed prefix and suffix around token text
 // that needs no escaping; each batch of new tokens is one write and one flush.
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generation, includeUsage bool) error {
+// f, when not nil, is the fault this response carries.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generation, includeUsage bool, f *activeFault) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+
+	fk := numFaultKinds // no fault
+	var trickle time.Duration
+	trigger := 0 // the token event a mid-stream fault follows; 0: none
+	if f != nil {
+		fk = f.kind
+		if _, _, _, mid := fk.uses(); mid {
+			trigger = min(f.AfterTokens, g.target)
+		}
+		if fk == fkSlowTrickle {
+			trickle = f.TrickleInterval
+			s.faults.count(fk)
+		}
+	}
 
 	object := "chat.completion.chunk"
 	if g.kind == kindCompletion {
@@ -326,14 +427,15 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 
 	buf := make([]byte, 0, 4096)
 	flush := func() error {
-		if _, err := w.Write(buf); err != nil {
-			return fmt.Errorf("write stream: %w", err)
-		}
-		if err := rc.Flush(); err != nil {
-			return fmt.Errorf("flush stream: %w", err)
-		}
+		err := s.writeOut(ctx, w, rc, buf, trickle)
 		buf = buf[:0]
-		return nil
+		return err
+	}
+	appendTok := func(h []byte, text string) {
+		buf = append(buf, h...)
+		buf = append(buf, tokOpen...)
+		buf = append(buf, text...)
+		buf = append(buf, tokClose...)
 	}
 
 	if g.kind == kindChat {
@@ -346,15 +448,54 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 		return fmt.Errorf("flush stream: %w", err)
 	}
 
+	sent := 0
 	err := s.run(ctx, g, true, func(toks []*outTok) error {
 		for _, t := range toks {
-			buf = append(buf, head...)
-			buf = append(buf, tokOpen...)
-			buf = append(buf, t.text...)
-			buf = append(buf, tokClose...)
+			sent++
+			if sent != trigger {
+				appendTok(head, t.text)
+				continue
+			}
+			s.faults.count(fk)
+			switch fk {
+			case fkMissingDataPrefix:
+				appendTok(head[len("data: "):], t.text)
+			case fkInvalidUTF8:
+				appendTok(head, "\xff\xfe"+t.text) // never valid UTF-8
+			default:
+				appendTok(head, t.text)
+			}
+			switch fk {
+			case fkMalformedJSON:
+				buf = append(buf, head...)
+				buf = append(buf, `{"index":0,"delta":{"content": tollgate-sim injected malformed_json`+"\n\n"...)
+			case fkHugeLine:
+				if err := flush(); err != nil {
+					return err
+				}
+				if err := s.writeHugeLine(ctx, w, rc, head, tokOpen, tokClose); err != nil {
+					return err
+				}
+			case fkStall:
+				if err := flush(); err != nil {
+					return err
+				}
+				if err := sleepCtx(ctx, s.done, f.Stall); err != nil {
+					return fmt.Errorf("stall: %w", err)
+				}
+			case fkResetMidStream:
+				if err := flush(); err != nil {
+					return err
+				}
+				return errFaultEnd
+			}
 		}
 		return flush()
 	})
+	if errors.Is(err, errFaultEnd) && fk == fkResetMidStream {
+		abortConn(w)
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -367,7 +508,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 	}
 	buf = append(buf, g.finish...)
 	buf = append(buf, `"}]}`+"\n\n"...)
-	if includeUsage {
+	if includeUsage && fk == fkMissingUsage {
+		s.faults.count(fk)
+	} else if includeUsage {
 		u, err := json.Marshal(g.usage())
 		if err != nil {
 			return fmt.Errorf("encode usage: %w", err)
@@ -377,6 +520,35 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 		buf = append(buf, u...)
 		buf = append(buf, "}\n\n"...)
 	}
-	buf = append(buf, "data: [DONE]\n\n"...)
+	if fk == fkMissingDone {
+		s.faults.count(fk)
+	} else {
+		buf = append(buf, "data: [DONE]\n\n"...)
+	}
 	return flush()
+}
+
+// writeHugeLine writes one token event whose content is hugeLineBytes of
+// filler, piece by piece, so it needs no 10 MB buffer and stops promptly
+// when the request ends.
+func (s *Server) writeHugeLine(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, head []byte, tokOpen, tokClose string) error {
+	open := append(append([]byte(nil), head...), tokOpen...)
+	if err := s.writeOut(ctx, w, rc, open, 0); err != nil {
+		return err
+	}
+	for left := hugeLineBytes; left > 0; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("huge line: %w", ctx.Err())
+		case <-s.done:
+			return errClosed
+		default:
+		}
+		n := min(left, len(s.faults.filler))
+		if _, err := w.Write(s.faults.filler[:n]); err != nil {
+			return fmt.Errorf("huge line: %w", err)
+		}
+		left -= n
+	}
+	return s.writeOut(ctx, w, rc, []byte(tokClose), 0)
 }

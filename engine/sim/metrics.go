@@ -83,6 +83,17 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	// count from the buckets read above keeps _count equal to the +Inf bucket.
 	fmt.Fprintf(&b, "%s_count{%s} %d\n", ttft, label, cum)
 
+	if st.FaultsInjected != nil {
+		const faults = "tollgate_sim_faults_injected_total"
+		fmt.Fprintf(&b, "# HELP %s Responses changed by an injected fault, per fault kind.\n# TYPE %s counter\n", faults, faults)
+		// Kinds in their fixed order, so scrapes diff cleanly.
+		for _, k := range faultKinds {
+			if n, ok := st.FaultsInjected[k]; ok {
+				fmt.Fprintf(&b, "%s{kind=%q} %d\n", faults, k, n)
+			}
+		}
+	}
+
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(b.Bytes())
 }

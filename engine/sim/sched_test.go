@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -53,7 +54,7 @@ func TestConfigValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Config(); got != DefaultConfig() {
+	if got := s.Config(); !reflect.DeepEqual(got, DefaultConfig()) {
 		t.Errorf("Config() = %+v, want the defaults %+v", got, DefaultConfig())
 	}
 }

@@ -173,12 +173,16 @@ func (s *scheduler) loop() {
 		s.batchMu.Lock()
 		produced := int64(0)
 		for _, q := range s.batch[:active] {
-			if q.left.Load() {
-				continue
+			if !q.left.Load() {
+				q.generated.Add(1)
+				produced++
 			}
-			g := q.generated.Add(1)
-			produced++
-			if q.pokeEach || g >= q.target {
+		}
+		// Counted before any handler wakes, so a request that has finished
+		// is already in generation_tokens_total when its response is read.
+		s.genTokens.Add(produced)
+		for _, q := range s.batch[:active] {
+			if q.pokeEach || q.generated.Load() >= q.target {
 				select {
 				case q.notify <- struct{}{}:
 				default: // the handler has a wake-up pending; it reads the count
@@ -197,11 +201,9 @@ func (s *scheduler) loop() {
 		if active == 0 {
 			s.loopRunning = false
 			s.batchMu.Unlock()
-			s.genTokens.Add(produced)
 			return
 		}
 		s.batchMu.Unlock()
-		s.genTokens.Add(produced)
 
 		d = s.stepDuration(active)
 		deadline = deadline.Add(d)

@@ -21,6 +21,7 @@ type Server struct {
 	sched     *scheduler
 	cache     *prefixCache // nil when the prefix cache is disabled
 	out       *outTable
+	faults    *faultPlan
 	routes    map[string]map[string]http.HandlerFunc // path → method → handler
 	done      chan struct{}
 	startedAt time.Time
@@ -77,6 +78,10 @@ type Stats struct {
 	CacheBlocks int `json:"cache_blocks"`
 	// CacheEvictedBlocks counts blocks evicted by capacity pressure.
 	CacheEvictedBlocks int64 `json:"cache_evicted_blocks_total"`
+	// FaultsInjected counts, per configured Fault kind, the responses a
+	// fault changed; nil without faults. Requests a fault refused or cut
+	// short count in Requests but in neither Succeeded nor Aborted.
+	FaultsInjected map[string]int64 `json:"faults_injected,omitempty"`
 }
 
 // New validates cfg (zero fields take DefaultConfig's values) and returns a
@@ -98,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		startedAt: time.Now(),
 		ttft:      newHistogram(ttftBucketsS()),
 	}
+	s.faults = newFaultPlan(&s.cfg)
 	s.sched = newScheduler(&s.cfg, s.done)
 	if !cfg.DisablePrefixCache {
 		s.cache = newPrefixCache(cfg.CacheCapacityTokens, cfg.BlockTokens)
@@ -119,7 +125,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Config returns the effective configuration (defaults applied).
-func (s *Server) Config() Config { return s.cfg }
+func (s *Server) Config() Config {
+	c := s.cfg
+	c.Faults = append([]Fault(nil), c.Faults...) // the Server's copy stays private
+	return c
+}
 
 // Handler returns the HTTP handler serving every endpoint. Requests after
 // Close get 503.
@@ -254,6 +264,7 @@ func (s *Server) Stats() Stats {
 		GenerationTokens: s.sched.genTokens.Load(),
 		CacheQueryTokens: s.cacheQueryTokens.Load(),
 		CacheHitTokens:   s.cacheHitTokens.Load(),
+		FaultsInjected:   s.faults.snapshot(),
 	}
 	st.CacheMissTokens = st.CacheQueryTokens - st.CacheHitTokens
 	if s.cache != nil {
