@@ -213,6 +213,9 @@ func (s *Server) run(ctx context.Context, g *generation, streaming bool, emit fu
 	if err := emit(pending); err != nil {
 		return err
 	}
+	s.ttftExactMu.Lock()
+	_ = s.ttftExact.Add(float64(time.Since(g.arrived).Nanoseconds()) / 1e6)
+	s.ttftExactMu.Unlock()
 	if g.target == 1 {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/stats"
 	"net"
 	"net/http"
 	"strings"
@@ -43,10 +44,16 @@ type Server struct {
 	cacheQueryTokens atomic.Int64
 	cacheHitTokens   atomic.Int64
 	ttft             histogram
+	ttftExactMu      sync.Mutex
+	ttftExact        *stats.Histogram
 }
 
 // Stats is a snapshot of the Server's counters.
 type Stats struct {
+	// ServerTTFTMS summarises, in ms, request arrival → first token written and
+	// flushed, as the server saw it: the reference a client's TTFT error is
+	// measured against (absent before the first token).
+	ServerTTFTMS map[string]float64 `json:"server_ttft_ms,omitempty"`
 	// Requests counts generation requests that passed validation.
 	Requests int64 `json:"requests_total"`
 	// Succeeded counts generation requests that produced every token.
@@ -102,6 +109,7 @@ func New(cfg Config) (*Server, error) {
 		done:      make(chan struct{}),
 		startedAt: time.Now(),
 		ttft:      newHistogram(ttftBucketsS()),
+		ttftExact: stats.New(),
 	}
 	s.faults = newFaultPlan(&s.cfg)
 	s.sched = newScheduler(&s.cfg, s.done)
@@ -267,6 +275,12 @@ func (s *Server) Stats() Stats {
 		FaultsInjected:   s.faults.snapshot(),
 	}
 	st.CacheMissTokens = st.CacheQueryTokens - st.CacheHitTokens
+	s.ttftExactMu.Lock()
+	if h := s.ttftExact; h.Count() > 0 {
+		st.ServerTTFTMS = map[string]float64{"count": float64(h.Count()), "min": h.Min(), "p50": h.Quantile(50),
+			"p90": h.Quantile(90), "p99": h.Quantile(99), "max": h.Max()}
+	}
+	s.ttftExactMu.Unlock()
 	if s.cache != nil {
 		blocks, evicted := s.cache.usage()
 		st.CacheBlocks = blocks

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/html"
+)
+
+const reportUsage = "Usage: tollgate report REPORT.json --html PATH [--baseline OLD.json]\n\n" +
+	"Render a tollgate JSON report as one self-contained HTML page (charts, gates,\n" +
+	"target and host); with --baseline, set it against an older report.\n\nFlags:\n"
+
+type reportOptions struct {
+	html     string
+	baseline string
+}
+
+func reportFlags(stderr io.Writer) (*pflag.FlagSet, *reportOptions) {
+	o := &reportOptions{}
+	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.html, "html", "", "write the HTML page to `PATH` (atomically)")
+	fs.StringVar(&o.baseline, "baseline", "", "compare with an older report `OLD.json`: deltas and old-vs-new overlays")
+	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", reportUsage, fs.FlagUsages()) }
+	return fs, o
+}
+
+// cmdReport renders an existing report; it judges nothing, so it exits 0
+// whatever the report's verdict, 2 for a bad invocation or a file that is not
+// a tollgate report, and 3 when the page cannot be written.
+func cmdReport(args []string, stdout, stderr io.Writer) int {
+	fs, o := reportFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return ExitPass
+		}
+		fmt.Fprintf(stderr, "tollgate report: %v\n%s%s", err, reportUsage, fs.FlagUsages())
+		return ExitInvalid
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "tollgate report: expected one REPORT.json, got %d arguments\n%s%s", fs.NArg(), reportUsage, fs.FlagUsages())
+		return ExitInvalid
+	}
+	if o.html == "" {
+		fmt.Fprintf(stderr, "tollgate report: nothing to write: give --html PATH\n")
+		return ExitInvalid
+	}
+	if err := report.CheckWritable(o.html); err != nil {
+		fmt.Fprintf(stderr, "tollgate report: --html: %v\n", err)
+		return ExitInvalid
+	}
+	r, err := loadReportFile(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
+		return ExitInvalid
+	}
+	var base *report.Report
+	if o.baseline != "" {
+		if base, err = loadReportFile(o.baseline); err != nil {
+			fmt.Fprintf(stderr, "tollgate report: --baseline: %v\n", err)
+			return ExitInvalid
+		}
+	}
+	var buf bytes.Buffer
+	if err := html.Write(&buf, r, base); err != nil {
+		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
+		return ExitNotJudged
+	}
+	if err := report.WriteFile(o.html, buf.Bytes()); err != nil {
+		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
+		return ExitNotJudged
+	}
+	fmt.Fprintf(stdout, "html report: %s\n", o.html)
+	return ExitPass
+}
+
+// loadReportFile decodes a tollgate report. Unknown fields are ignored so a
+// report from a newer tollgate still renders; what it must have is the
+// identity of a version-1 tollgate report.
+func loadReportFile(path string) (*report.Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	var id struct {
+		SchemaVersion *int `json:"schema_version"`
+		Tool          struct {
+			Name string `json:"name"`
+		} `json:"tool"`
+	}
+	if err := json.Unmarshal(data, &id); err != nil {
+		return nil, fmt.Errorf("%s is not a tollgate report: %w", path, err)
+	}
+	switch {
+	case id.SchemaVersion == nil:
+		return nil, fmt.Errorf("%s is not a tollgate report: no schema_version", path)
+	case *id.SchemaVersion != report.SchemaVersion:
+		return nil, fmt.Errorf("%s has schema_version %d; this tollgate reads version %d", path, *id.SchemaVersion, report.SchemaVersion)
+	case id.Tool.Name != "tollgate":
+		return nil, fmt.Errorf("%s is not a tollgate report: tool.name is %q", path, id.Tool.Name)
+	}
+	var r report.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: decoding the report: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,90 @@
+package ciout
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// GitHubAnnotations writes GitHub Actions workflow commands that annotate the
+// job (and, with scenarioFile set, the scenario file in the pull request):
+//
+//	::error file=examples/route-session.yaml,title=<gate>::gate failed: <expr>: <left> <op> <right>; …
+//	::error file=…,title=<gate>::gate errored: <message>
+//	::warning file=…,title=<gate> (optional)::optional gate failed: …
+//	::error file=…,title=run <name>::<run error>
+//	::error file=…,title=run incomplete::interrupted: …
+//	::warning file=…,title=<run>/<phase>::<phase warning>
+//
+// A line per failed or errored gate (error for a required gate, warning for
+// an optional one), per failed run, and per phase warning; nothing for a run
+// where everything passed. Data escapes %, \r and \n; property values also
+// escape : and , — the workflow-command rules.
+func GitHubAnnotations(w io.Writer, r *report.Report, scenarioFile string) error {
+	ew := &errWriter{w: w}
+	var fileProp []string
+	if scenarioFile != "" {
+		fileProp = []string{"file=" + escapeProperty(scenarioFile)}
+	}
+	emit := func(level, title, msg string) {
+		props := append(append([]string(nil), fileProp...), "title="+escapeProperty(title))
+		fmt.Fprintf(ew, "::%s %s::%s\n", level, strings.Join(props, ","), escapeData(msg))
+	}
+	for _, g := range r.Gates {
+		var msg string
+		switch g.Status {
+		case report.StatusFail:
+			msg = "gate failed: " + gateReason(g, 10)
+		case report.StatusError:
+			msg = "gate errored: " + gateReason(g, 10)
+		default:
+			continue
+		}
+		if g.Optional {
+			emit("warning", g.Name+" (optional)", "optional "+msg)
+			continue
+		}
+		emit("error", g.Name, msg)
+	}
+	for _, run := range failedRuns(r) {
+		msg := run.Error
+		if msg == "" {
+			msg = "the run could not complete"
+		}
+		emit("error", "run "+run.Name, msg)
+	}
+	if r.Incomplete || r.Status == report.StatusIncomplete {
+		emit("error", "run incomplete", "interrupted: the report is partial and marked incomplete")
+	}
+	for _, rn := range runNames(r) {
+		run := r.Runs[rn]
+		if run == nil {
+			continue
+		}
+		for _, pn := range phaseNames(run) {
+			p := run.Phases[pn]
+			if p == nil || p.ServingMetrics == nil {
+				continue
+			}
+			for _, msg := range p.Warnings {
+				emit("warning", rn+"/"+pn, msg)
+			}
+		}
+	}
+	if ew.err != nil {
+		return fmt.Errorf("writing annotations: %w", ew.err)
+	}
+	return nil
+}
+
+// escapeData escapes a workflow command's message.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// escapeProperty escapes a workflow command's property value.
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

@@ -1,0 +1,495 @@
+// Package compare compares two tollgate reports of the same scenario, metric
+// by metric, says which changes are beyond run-to-run noise, and finds the
+// regressions a CI job should fail on.
+package compare
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// Defaults of Options.
+const (
+	DefaultResamples  = 2000
+	DefaultConfidence = 0.95
+	DefaultSeed       = 2026
+	// DefaultMinSamples is the fewest samples per side for which the
+	// bootstrap may call any change beyond noise; a statistic may need more
+	// (minSamplesFor). Below it the percentile bootstrap's intervals are far
+	// too narrow: with identical lognormal (σ = 0.3) distributions on both
+	// sides, the 95% interval of the p50 difference excluded 0 in 34% of
+	// trials at n = 2, 12% at n = 3, 7% at n = 4, and 2–4% from n = 5 to 50.
+	// TestBootstrapFalsePositives holds those rates.
+	DefaultMinSamples = 5
+)
+
+// ErrNotReport marks input that is not a tollgate report.
+var ErrNotReport = errors.New("not a tollgate report")
+
+// ErrIncomparable marks reports that differ in scenario, model or host.
+var ErrIncomparable = errors.New("reports are not comparable")
+
+// Options of Compare.
+type Options struct {
+	// FailOn are the thresholds whose breach is a regression.
+	FailOn []Threshold
+	// AllowAny compares reports of different scenarios, models or hosts
+	// (--baseline-any). Different schema versions are never compared.
+	AllowAny bool
+	// Resamples, Confidence, MinSamples and Seed tune the bootstrap; zero
+	// values take the defaults above.
+	Resamples  int
+	Confidence float64
+	MinSamples int
+	Seed       uint64
+}
+
+// Noise methods.
+const (
+	// NoiseBootstrap: both reports kept samples; Intervals hold the bootstrap
+	// confidence intervals of new − old.
+	NoiseBootstrap = "bootstrap"
+	// NoiseNone: seam runs are computed in virtual time and are exactly
+	// reproducible, so any difference is real.
+	NoiseNone = "deterministic"
+	// NoiseUnknown: no samples (or too few); a change is never called
+	// beyond noise, and thresholds alone decide.
+	NoiseUnknown = "unknown"
+)
+
+// Noise is what is known about a metric's run-to-run noise.
+type Noise struct {
+	Method    string
+	Note      string              // e.g. "no samples: noise unknown"
+	Intervals map[string]Interval // by statistic, with NoiseBootstrap
+	OldN      int
+	NewN      int
+	Floor     int // Options.MinSamples in effect
+}
+
+// Verdict of a change against noise.
+type Verdict int
+
+const (
+	// Unknown: no way to tell change from noise.
+	Unknown Verdict = iota
+	// Within: the change is within noise (or there is none).
+	Within
+	// Beyond: the change is beyond noise.
+	Beyond
+)
+
+// Metric is one metric both reports have.
+type Metric struct {
+	Path      string   // gate syntax: runs["direct/cached"].phases.decode.seam_latency_ms
+	Segments  []string // runs, direct/cached, phases, decode, seam_latency_ms
+	Name      string   // seam_latency_ms
+	Direction Direction
+	Scalar    bool               // one value, under the statistic "value"
+	Old, New  map[string]float64 // statistic → value; a statistic over zero samples is absent
+	Noise     Noise
+}
+
+// Change is the percent change of a statistic, (new − old) ÷ |old| × 100;
+// ±Inf for a change from 0, and ok false when either side lacks it.
+func (m *Metric) Change(stat string) (pct float64, ok bool) {
+	o, ook := m.Old[stat]
+	n, nok := m.New[stat]
+	if !ook || !nok {
+		return 0, false
+	}
+	switch {
+	case o == n:
+		return 0, true
+	case o == 0:
+		return math.Copysign(math.Inf(1), n), true
+	}
+	return (n - o) / math.Abs(o) * 100, true
+}
+
+// Verdict says whether the change of a statistic is beyond noise.
+func (m *Metric) Verdict(stat string) Verdict {
+	o, ook := m.Old[stat]
+	n, nok := m.New[stat]
+	if !ook || !nok {
+		return Unknown
+	}
+	switch m.Noise.Method {
+	case NoiseNone:
+		if o == n {
+			return Within
+		}
+		return Beyond
+	case NoiseBootstrap:
+		iv, ok := m.Noise.Intervals[stat]
+		if !ok {
+			return Unknown
+		}
+		if iv.Excludes0() {
+			return Beyond
+		}
+		return Within
+	}
+	return Unknown
+}
+
+// Worse reports whether a statistic moved the way the metric's direction
+// calls worse.
+func (m *Metric) Worse(stat string) bool {
+	pct, ok := m.Change(stat)
+	if !ok {
+		return false
+	}
+	switch m.Direction {
+	case LowerIsBetter:
+		return pct > 0
+	case HigherIsBetter:
+		return pct < 0
+	}
+	return false
+}
+
+// headline is the statistic a table row leads with: p50, or value.
+func (m *Metric) headline() string {
+	if m.Scalar {
+		return "value"
+	}
+	return "p50"
+}
+
+// Regression is a threshold breach.
+type Regression struct {
+	Metric    *Metric // nil when the metric is missing from the new report
+	Path      string
+	Stat      string
+	Threshold Threshold
+	Old       float64
+	New       *float64 // nil: absent in the new report
+	ChangePct float64
+	Reason    string // one line: what moved, by how much, against which limit and noise
+}
+
+// Result of Compare.
+type Result struct {
+	Old, New *report.Report
+	Metrics  []*Metric
+	// Regressions breached a FailOn threshold: moved the threshold's bad way
+	// by more than its percentage and, where samples allow telling, beyond
+	// noise.
+	Regressions []Regression
+	// WithinNoise breached a threshold's percentage but not noise: reported,
+	// never failed on.
+	WithinNoise []Regression
+	// OnlyOld and OnlyNew are metric paths present in one report only.
+	OnlyOld, OnlyNew []string
+	// Notes are what a reader should know: a failed run, a different host name.
+	Notes []string
+}
+
+// Decode reads a report leniently: unknown fields are ignored, so a report
+// from a newer tollgate with added fields still compares. It refuses JSON
+// that is not a tollgate report (wrapping ErrNotReport).
+func Decode(data []byte) (*report.Report, error) {
+	var probe struct {
+		SchemaVersion *int `json:"schema_version"`
+		Tool          struct {
+			Name string `json:"name"`
+		} `json:"tool"`
+		Runs json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
+	}
+	if probe.SchemaVersion == nil || probe.Tool.Name != "tollgate" || len(probe.Runs) == 0 {
+		return nil, fmt.Errorf("%w: no schema_version, tool.name \"tollgate\" and runs", ErrNotReport)
+	}
+	var r report.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
+	}
+	return &r, nil
+}
+
+// Compare compares every metric both reports have. It refuses reports of
+// different schema versions, and, unless opts.AllowAny, of different
+// scenarios (name or sha256), models or host hardware; the error says what
+// differs and wraps ErrIncomparable.
+func Compare(old, new *report.Report, opts Options) (*Result, error) {
+	if err := comparable(old, new, opts.AllowAny); err != nil {
+		return nil, err
+	}
+	if opts.Resamples <= 0 {
+		opts.Resamples = DefaultResamples
+	}
+	if opts.Confidence <= 0 || opts.Confidence >= 1 {
+		opts.Confidence = DefaultConfidence
+	}
+	if opts.MinSamples <= 0 {
+		opts.MinSamples = DefaultMinSamples
+	}
+	if opts.Seed == 0 {
+		opts.Seed = DefaultSeed
+	}
+	om, oorder, err := metrics(old)
+	if err != nil {
+		return nil, fmt.Errorf("old report: %w", err)
+	}
+	nm, norder, err := metrics(new)
+	if err != nil {
+		return nil, fmt.Errorf("new report: %w", err)
+	}
+	res := &Result{Old: old, New: new}
+	byPath := map[string]*Metric{}
+	for _, k := range oorder {
+		oe := om[k]
+		ne, ok := nm[k]
+		if !ok {
+			res.OnlyOld = append(res.OnlyOld, k)
+			continue
+		}
+		if len(oe.values) == 0 && len(ne.values) == 0 {
+			continue // absent on both sides (a per-token rate of prefill)
+		}
+		name := oe.path[len(oe.path)-1]
+		m := &Metric{Path: k, Segments: oe.path, Name: name, Direction: direction(name),
+			Scalar: oe.scalar, Old: oe.values, New: ne.values}
+		m.Noise = noise(oe, ne, k, opts)
+		res.Metrics = append(res.Metrics, m)
+		byPath[k] = m
+	}
+	for _, k := range norder {
+		if _, ok := om[k]; !ok {
+			res.OnlyNew = append(res.OnlyNew, k)
+		}
+	}
+	res.Notes = notes(old, new)
+
+	for _, t := range opts.FailOn {
+		matched := false
+		for _, k := range oorder {
+			e := om[k]
+			if !t.matches(e.path) {
+				continue
+			}
+			if _, ok := e.values[t.Stat]; ok {
+				matched = true
+				judge(res, byPath[k], k, e, t)
+			} else if ne, ok := nm[k]; ok {
+				_, inNew := ne.values[t.Stat]
+				matched = matched || inNew // nothing to regress from
+			}
+		}
+		for _, k := range res.OnlyNew {
+			if _, ok := nm[k].values[t.Stat]; ok && t.matches(nm[k].path) {
+				matched = true
+			}
+		}
+		if !matched {
+			return nil, fmt.Errorf("--fail-on %s: no metric with a %s in either report matches %s (metric names: %s)",
+				t.Raw, t.Stat, strings.Join(t.Selector, "."), example(oorder, t.Stat == "value"))
+		}
+	}
+	return res, nil
+}
+
+// judge checks one metric against one threshold and records a regression,
+// or a breach within noise.
+func judge(res *Result, m *Metric, key string, oe *entry, t Threshold) {
+	oldV := oe.values[t.Stat]
+	r := Regression{Metric: m, Path: key, Stat: t.Stat, Threshold: t, Old: oldV}
+	if m == nil {
+		r.Reason = fmt.Sprintf("%s.%s: %s in old, missing in the new report (limit %s)", key, t.Stat, num(oldV), t.Raw)
+		res.Regressions = append(res.Regressions, r)
+		return
+	}
+	newV, ok := m.New[t.Stat]
+	if !ok {
+		r.Reason = fmt.Sprintf("%s.%s: %s in old, absent in new (no samples produced it; limit %s)", key, t.Stat, num(oldV), t.Raw)
+		res.Regressions = append(res.Regressions, r)
+		return
+	}
+	r.New = &newV
+	pct, _ := m.Change(t.Stat)
+	r.ChangePct = pct
+	if !t.exceeds(pct) {
+		return
+	}
+	base := fmt.Sprintf("%s.%s: %s → %s (%s, limit %s)", key, t.Stat, num(oldV), num(newV), pctString(pct), t.Raw)
+	switch m.Verdict(t.Stat) {
+	case Beyond:
+		if m.Noise.Method == NoiseBootstrap {
+			iv := m.Noise.Intervals[t.Stat]
+			// The interval must lie on the threshold's bad side of zero.
+			if (t.Increase && iv.Lo <= 0) || (!t.Increase && iv.Hi >= 0) {
+				r.Reason = base + "; " + noiseString(m, t.Stat)
+				res.WithinNoise = append(res.WithinNoise, r)
+				return
+			}
+		}
+		r.Reason = base + "; " + noiseString(m, t.Stat)
+	case Within:
+		r.Reason = base + "; " + noiseString(m, t.Stat)
+		res.WithinNoise = append(res.WithinNoise, r)
+		return
+	default:
+		r.Reason = base + "; " + noiseString(m, t.Stat) + ", judged on the threshold alone"
+	}
+	res.Regressions = append(res.Regressions, r)
+}
+
+// noise decides how a metric's noise is known: deterministic for seam runs,
+// a bootstrap when both reports kept enough samples, unknown otherwise.
+func noise(oe, ne *entry, path string, opts Options) Noise {
+	if oe.deterministic && ne.deterministic {
+		return Noise{Method: NoiseNone, Note: "deterministic (virtual time)"}
+	}
+	if oe.samples == nil || ne.samples == nil {
+		note := "no samples: noise unknown"
+		if oe.samplesNote != "" {
+			note = oe.samplesNote
+		} else if ne.samplesNote != "" {
+			note = ne.samplesNote
+		}
+		return Noise{Method: NoiseUnknown, Note: note}
+	}
+	n := Noise{OldN: len(oe.samples), NewN: len(ne.samples), Floor: opts.MinSamples}
+	if n.OldN < opts.MinSamples || n.NewN < opts.MinSamples {
+		n.Method = NoiseUnknown
+		n.Note = fmt.Sprintf("n=%d/%d < %d: noise unknown", n.OldN, n.NewN, opts.MinSamples)
+		return n
+	}
+	n.Method = NoiseBootstrap
+	n.Intervals = bootstrap(oe.samples, ne.samples, opts.Resamples, opts.Confidence, opts.Seed, path)
+	for stat := range n.Intervals {
+		if min(n.OldN, n.NewN) < minSamplesFor(stat, opts.MinSamples) {
+			delete(n.Intervals, stat)
+		}
+	}
+	n.Note = fmt.Sprintf("bootstrap %d resamples, %.0f%%, n=%d/%d", opts.Resamples, opts.Confidence*100, n.OldN, n.NewN)
+	return n
+}
+
+// minSamplesFor is the fewest samples per side for an interval of a
+// statistic to be trusted. Measured as for DefaultMinSamples (400 trials of
+// identical distributions, 95% intervals), the false-positive rate of a tail
+// percentile stays near 5% only with about 1.5 samples beyond it: p90 from
+// n = 15 (7.5% at n = 10), p95 from n = 30 (19% at n = 10, where the
+// nearest-rank p95 is the maximum), hence n ≥ 150 ÷ (100 − p). The mean of a
+// skewed distribution needs n = 30 (11–17% at n ≤ 10, 6% at 30).
+func minSamplesFor(stat string, floor int) int {
+	need := floor
+	switch stat {
+	case "p90":
+		need = 15
+	case "p95":
+		need = 30
+	case "p99":
+		need = 150
+	case "mean":
+		need = 30
+	}
+	return max(need, floor)
+}
+
+// comparable refuses reports that cannot be compared, saying exactly what differs.
+func comparable(old, new *report.Report, allowAny bool) error {
+	for _, side := range []struct {
+		name string
+		r    *report.Report
+	}{{"old", old}, {"new", new}} {
+		if side.r == nil {
+			return fmt.Errorf("%s report: %w: nil", side.name, ErrNotReport)
+		}
+		if side.r.Tool.Name != "tollgate" || side.r.SchemaVersion == 0 {
+			return fmt.Errorf("%s report: %w (tool %q, schema_version %d)", side.name, ErrNotReport, side.r.Tool.Name, side.r.SchemaVersion)
+		}
+	}
+	if old.SchemaVersion != new.SchemaVersion {
+		return fmt.Errorf("%w: schema_version %d (old) vs %d (new); reports of different formats are never compared",
+			ErrIncomparable, old.SchemaVersion, new.SchemaVersion)
+	}
+	if old.SchemaVersion != report.SchemaVersion {
+		return fmt.Errorf("%w: schema_version %d; this tollgate reads schema_version %d", ErrIncomparable, old.SchemaVersion, report.SchemaVersion)
+	}
+	if allowAny {
+		return nil
+	}
+	var diffs []string
+	diff := func(what, o, n string) {
+		if o != n {
+			diffs = append(diffs, fmt.Sprintf("%s: old %q, new %q", what, o, n))
+		}
+	}
+	diff("scenario name", old.Scenario.Name, new.Scenario.Name)
+	diff("scenario sha256", old.Scenario.SHA256, new.Scenario.SHA256)
+	diff("host os", old.Host.OS, new.Host.OS)
+	diff("host arch", old.Host.Arch, new.Host.Arch)
+	diff("host cpu_model", old.Host.CPUModel, new.Host.CPUModel)
+	if old.Host.CPUCores != new.Host.CPUCores {
+		diffs = append(diffs, fmt.Sprintf("host cpu_cores: old %d, new %d", old.Host.CPUCores, new.Host.CPUCores))
+	}
+	for _, rn := range runNames(old) {
+		o, n := old.Runs[rn], new.Runs[rn]
+		if o == nil || n == nil {
+			continue
+		}
+		diff(fmt.Sprintf("run %s target kind", rn), o.Target.Kind, n.Target.Kind)
+		if o.Target.Model != "" && n.Target.Model != "" {
+			diff(fmt.Sprintf("run %s model", rn), o.Target.Model, n.Target.Model)
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w:\n  %s\npass --baseline-any to compare them anyway", ErrIncomparable, strings.Join(diffs, "\n  "))
+}
+
+// notes are facts that do not refuse a comparison but qualify it.
+func notes(old, new *report.Report) []string {
+	var out []string
+	if old.Host.Hostname != new.Host.Hostname {
+		out = append(out, fmt.Sprintf("host name differs (old %q, new %q); hardware matches", old.Host.Hostname, new.Host.Hostname))
+	}
+	for _, side := range []struct {
+		name string
+		r    *report.Report
+	}{{"old", old}, {"new", new}} {
+		if side.r.Incomplete || side.r.Status == report.StatusIncomplete {
+			out = append(out, side.name+" report is incomplete (interrupted)")
+		}
+		for _, rn := range runNames(side.r) {
+			if run := side.r.Runs[rn]; run != nil && run.Status == report.StatusError {
+				out = append(out, fmt.Sprintf("%s report: run %s failed: %s", side.name, rn, run.Error))
+			}
+		}
+	}
+	return out
+}
+
+func example(order []string, scalar bool) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, k := range order {
+		i := strings.LastIndexAny(k, ".]")
+		name := k[i+1:]
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if len(names) > 12 {
+		names = append(names[:12], "…")
+	}
+	hint := strings.Join(names, ", ")
+	if scalar {
+		return hint
+	}
+	return hint + " (single-valued ones take .value)"
+}

@@ -1,0 +1,173 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// Table writes a comparison side by side, a row per metric:
+//
+//	compare route-session: old 2026-01-02T03:04:05Z → new 2026-01-02T04:00:00Z
+//	   metric                                         p50 old  p50 new  Δ p50    p95 old  p95 new  Δ p95   mean Δ   noise (p50)
+//	!  runs["relay/cached"].phases.decode.seam_latency_ms   1.5054   1.9554  +29.9%   …                          deterministic (virtual time)
+//	~  runs.embedded.phases.decode.ttft_ms            10.51    10.55    +0.4%    …                                 [-0.21, +0.33] bootstrap …
+//
+// The marker column: ! worse beyond noise (or a --fail-on regression),
+// + better beyond noise, * changed beyond noise (neutral metric),
+// ~ within noise, ? noise unknown. Single-valued metrics show their value
+// under p50. Then the regressions, threshold breaches within noise, metrics
+// in one report only, and notes.
+func Table(w io.Writer, res *Result) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "compare %s: old %s → new %s\n", res.Old.Scenario.Name, when(res.Old), when(res.New))
+	regressed := map[*Metric]bool{}
+	for _, r := range res.Regressions {
+		if r.Metric != nil {
+			regressed[r.Metric] = true
+		}
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, " \tmetric\tp50 old\tp50 new\tΔ p50\tp95 old\tp95 new\tΔ p95\tΔ mean\tnoise (p50)")
+	for _, m := range res.Metrics {
+		h := m.headline()
+		row := []string{marker(m, regressed[m]), m.Path, num2(m.Old, h), num2(m.New, h), change(m, h)}
+		if m.Scalar {
+			row = append(row, "", "", "", "")
+		} else {
+			row = append(row, num2(m.Old, "p95"), num2(m.New, "p95"), change(m, "p95"), change(m, "mean"))
+		}
+		row = append(row, noiseString(m, h))
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	if err := tw.Flush(); err != nil && ew.err == nil {
+		ew.err = err
+	}
+	fmt.Fprintln(ew, "legend: ! worse beyond noise or a --fail-on regression, + better beyond noise, * changed beyond noise, ~ within noise, ? noise unknown")
+	if len(res.Regressions) > 0 {
+		fmt.Fprintf(ew, "regressions (%d):\n", len(res.Regressions))
+		for _, r := range res.Regressions {
+			fmt.Fprintf(ew, "  ! %s\n", r.Reason)
+		}
+	}
+	if len(res.WithinNoise) > 0 {
+		fmt.Fprintf(ew, "over a threshold but within noise, not failed (%d):\n", len(res.WithinNoise))
+		for _, r := range res.WithinNoise {
+			fmt.Fprintf(ew, "  ~ %s\n", r.Reason)
+		}
+	}
+	if len(res.OnlyOld) > 0 {
+		fmt.Fprintf(ew, "only in old (%d): %s\n", len(res.OnlyOld), strings.Join(res.OnlyOld, ", "))
+	}
+	if len(res.OnlyNew) > 0 {
+		fmt.Fprintf(ew, "only in new (%d): %s\n", len(res.OnlyNew), strings.Join(res.OnlyNew, ", "))
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(ew, "note: %s\n", n)
+	}
+	if ew.err != nil {
+		return fmt.Errorf("writing comparison: %w", ew.err)
+	}
+	return nil
+}
+
+func marker(m *Metric, regressed bool) string {
+	h := m.headline()
+	if regressed {
+		return "!"
+	}
+	switch m.Verdict(h) {
+	case Beyond:
+		switch {
+		case m.Direction == Neutral:
+			return "*"
+		case m.Worse(h):
+			return "!"
+		}
+		return "+"
+	case Within:
+		return "~"
+	}
+	return "?"
+}
+
+// when is a report's start time, or its file when the time is unset.
+func when(r *report.Report) string {
+	if r.StartedAt.IsZero() {
+		return "(no start time)"
+	}
+	return r.StartedAt.UTC().Format(time.RFC3339)
+}
+
+func num2(vals map[string]float64, stat string) string {
+	v, ok := vals[stat]
+	if !ok {
+		return "-"
+	}
+	return num(v)
+}
+
+// num formats a value with up to six significant digits.
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+func change(m *Metric, stat string) string {
+	pct, ok := m.Change(stat)
+	if !ok {
+		return "-"
+	}
+	return pctString(pct)
+}
+
+func pctString(pct float64) string {
+	switch {
+	case math.IsInf(pct, 1):
+		return "+inf% (from 0)"
+	case math.IsInf(pct, -1):
+		return "-inf% (from 0)"
+	}
+	return fmt.Sprintf("%+.1f%%", pct)
+}
+
+// noiseString describes the noise of a statistic: its interval of new − old,
+// or why there is none.
+func noiseString(m *Metric, stat string) string {
+	if m.Noise.Method == NoiseBootstrap {
+		iv, ok := m.Noise.Intervals[stat]
+		if !ok {
+			return fmt.Sprintf("n=%d/%d < %d for %s: noise unknown", m.Noise.OldN, m.Noise.NewN, minSamplesFor(stat, m.Noise.Floor), stat)
+		}
+		return fmt.Sprintf("Δ %s in [%s, %s] (%s)", stat, signed(iv.Lo), signed(iv.Hi), m.Noise.Note)
+	}
+	return m.Noise.Note
+}
+
+func signed(v float64) string {
+	s := num(v)
+	if v > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// errWriter keeps the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
+}

@@ -1,0 +1,359 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// Direction says which way a metric improves.
+type Direction int
+
+const (
+	// Neutral metrics describe the workload (cached tokens) rather than rate it.
+	Neutral Direction = iota
+	// LowerIsBetter: durations (*_ms), bytes, error rates, connections.
+	LowerIsBetter
+	// HigherIsBetter: rates (*_per_s), speedup, compression ratio.
+	HigherIsBetter
+)
+
+func (d Direction) String() string {
+	switch d {
+	case LowerIsBetter:
+		return "lower is better"
+	case HigherIsBetter:
+		return "higher is better"
+	}
+	return "neutral"
+}
+
+// direction of a metric by its name: durations lower, rates higher.
+func direction(name string) Direction {
+	switch {
+	case strings.HasSuffix(name, "_ms"), strings.HasSuffix(name, "_bytes"), name == "bytes_per_token",
+		name == "rate", name == "connection_attempts":
+		return LowerIsBetter
+	case strings.HasSuffix(name, "_per_s"), name == "speedup", name == "compression_ratio":
+		return HigherIsBetter
+	}
+	return Neutral
+}
+
+// entry is one metric of one report.
+type entry struct {
+	path          []string
+	values        map[string]float64 // statistic → value; absent statistics are missing
+	scalar        bool
+	samples       []float64 // nil when the report kept none for this metric
+	samplesNote   string    // why samples is nil although the phase has samples
+	deterministic bool      // seam runs: virtual time, no noise
+}
+
+// metrics lists every metric of a report by its path key, in report order.
+func metrics(r *report.Report) (map[string]*entry, []string, error) {
+	w := &walker{byKey: map[string]*entry{}}
+	for _, rn := range runNames(r) {
+		run := r.Runs[rn]
+		if run == nil {
+			continue
+		}
+		if err := w.run(rn, run); err != nil {
+			return nil, nil, fmt.Errorf("run %s: %w", rn, err)
+		}
+	}
+	return w.byKey, w.order, nil
+}
+
+type walker struct {
+	byKey map[string]*entry
+	order []string
+}
+
+func (w *walker) add(e *entry) {
+	k := pathKey(e.path)
+	if _, dup := w.byKey[k]; dup {
+		return
+	}
+	w.byKey[k] = e
+	w.order = append(w.order, k)
+}
+
+func (w *walker) dist(path []string, s report.Stat, samples []float64, note string, det bool) {
+	vals := map[string]float64{}
+	for _, name := range []string{"p50", "p90", "p95", "p99", "mean", "min", "max"} {
+		if v := statOf(s, name); v != nil {
+			vals[name] = *v
+		}
+	}
+	if samples != nil && len(samples) != s.Count {
+		note = fmt.Sprintf("%d samples for a statistic over %d: noise unknown", len(samples), s.Count)
+		samples = nil
+	}
+	w.add(&entry{path: path, values: vals, samples: samples, samplesNote: note, deterministic: det})
+}
+
+func (w *walker) scalar(path []string, v *float64, det bool) {
+	vals := map[string]float64{}
+	if v != nil {
+		vals["value"] = *v
+	}
+	w.add(&entry{path: path, values: vals, scalar: true, deterministic: det})
+}
+
+func (w *walker) run(rn string, run *report.Run) error {
+	base := []string{"runs", rn}
+	if run.Target.Kind == "seam" {
+		var all []report.SeamSample
+		haveSamples := false
+		for _, pn := range phaseNames(run) {
+			p := run.Phases[pn]
+			if p == nil || p.SeamMetrics == nil {
+				continue
+			}
+			_, ss, err := phaseSamples(p, "seam")
+			if err != nil {
+				return fmt.Errorf("phase %s: %w", pn, err)
+			}
+			if ss != nil {
+				haveSamples = true
+				all = append(all, ss...)
+			}
+			pp := join(base, "phases", pn)
+			w.seam(pp, p.SeamMetrics, ss, ss != nil, "")
+			for _, sn := range sortedKeys(p.SeamsByName) {
+				w.seam(join(pp, "seams", sn), p.SeamsByName[sn], ss, ss != nil, sn)
+			}
+		}
+		for _, sn := range sortedKeys(run.Seams) {
+			w.seam(join(base, "seams", sn), run.Seams[sn], all, haveSamples, sn)
+		}
+		if run.Connections != nil {
+			v := float64(run.Connections.Attempts)
+			w.scalar(join(base, "connections", "attempts"), &v, true)
+		}
+		return nil
+	}
+	for _, pn := range phaseNames(run) {
+		p := run.Phases[pn]
+		if p == nil || p.ServingMetrics == nil || p.Kind == "warmup" {
+			continue
+		}
+		reqs, _, err := phaseSamples(p, run.Target.Kind)
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", pn, err)
+		}
+		pp := join(base, "phases", pn)
+		w.serving(pp, p.ServingMetrics, reqs, reqs != nil, nil)
+		for _, k := range pointOrder(p.ByPromptTokens) {
+			if pt := p.ByPromptTokens[k]; pt != nil && pt.ServingMetrics != nil {
+				w.serving(join(pp, "by_prompt_tokens", k), pt.ServingMetrics, reqs, reqs != nil, &k)
+			}
+		}
+		for _, k := range pointOrder(p.Variants) {
+			if pt := p.Variants[k]; pt != nil && pt.ServingMetrics != nil {
+				vp := join(pp, "variants", k)
+				w.serving(vp, pt.ServingMetrics, reqs, reqs != nil, &k)
+				if pt.Speedup != nil {
+					w.scalar(join(vp, "speedup"), pt.Speedup, false)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (w *walker) seam(path []string, m *report.SeamMetrics, ss []report.SeamSample, have bool, seam string) {
+	if m == nil {
+		return
+	}
+	var lat, q []float64
+	if have {
+		lat, q = []float64{}, []float64{}
+		for _, s := range ss {
+			if seam == "" || s.Seam == seam {
+				lat = append(lat, s.SeamLatencyMS)
+				q = append(q, s.QueueWaitMS)
+			}
+		}
+	}
+	w.dist(join(path, "seam_latency_ms"), m.SeamLatencyMS, lat, "", true)
+	w.dist(join(path, "queue_wait_ms"), m.QueueWaitMS, q, "", true)
+	w.scalar(join(path, "tokens_per_s"), m.TokensPerS, true)
+	w.scalar(join(path, "bytes_per_token"), m.BytesPerToken, true)
+	w.scalar(join(path, "total_latency_ms"), &m.TotalLatencyMS, true)
+	w.scalar(join(path, "compression_ratio"), m.CompressionRatio, true)
+	wire := float64(m.WireBytes)
+	w.scalar(join(path, "wire_bytes"), &wire, true)
+	conns := float64(m.ConnectionAttempts)
+	w.scalar(join(path, "connection_attempts"), &conns, true)
+}
+
+// servingFields are the distributions of a live phase or point that carry a
+// value per request sample; itl_ms has none (samples do not hold the gaps).
+func (w *walker) serving(path []string, m *report.ServingMetrics, reqs []report.RequestSample, have bool, point *string) {
+	pick := func(get func(report.RequestSample) *float64) []float64 {
+		if !have {
+			return nil
+		}
+		out := []float64{}
+		for _, s := range reqs {
+			if !s.OK || (point != nil && s.Point != *point) {
+				continue
+			}
+			if v := get(s); v != nil {
+				out = append(out, *v)
+			}
+		}
+		return out
+	}
+	intp := func(p *int) *float64 {
+		if p == nil {
+			return nil
+		}
+		v := float64(*p)
+		return &v
+	}
+	for _, d := range []struct {
+		name string
+		stat report.Stat
+		get  func(report.RequestSample) *float64
+	}{
+		{"ttfb_ms", m.TTFBMS, func(s report.RequestSample) *float64 { return s.TTFBMS }},
+		{"ttft_ms", m.TTFTMS, func(s report.RequestSample) *float64 { return s.TTFTMS }},
+		{"e2e_ms", m.E2EMS, func(s report.RequestSample) *float64 { v := s.E2EMS; return &v }},
+		{"tpot_ms", m.TPOTMS, func(s report.RequestSample) *float64 { return s.TPOTMS }},
+		{"itl_ms", m.ITLMS, nil},
+		{"decode_tokens_per_s", m.DecodeTokensPerS, func(s report.RequestSample) *float64 { return s.DecodeTokensPerS }},
+		{"prefill_tokens_per_s", m.PrefillTokensPerS, func(s report.RequestSample) *float64 { return s.PrefillTokensPerS }},
+		{"cached_tokens", m.CachedTokens, func(s report.RequestSample) *float64 { return intp(s.CachedTokens) }},
+	} {
+		var samples []float64
+		note := ""
+		if d.get != nil {
+			samples = pick(d.get)
+		} else if have {
+			note = "no per-request values in the samples: noise unknown"
+		}
+		w.dist(join(path, d.name), d.stat, samples, note, false)
+	}
+	w.scalar(join(path, "errors", "rate"), m.Errors.Rate, false)
+}
+
+// phaseSamples decodes a phase's samples, typed in-process or []any after
+// JSON decoding (the same rule as ciout.PhaseSamples).
+func phaseSamples(p *report.Phase, targetKind string) ([]report.RequestSample, []report.SeamSample, error) {
+	if p == nil || p.Samples == nil {
+		return nil, nil, nil
+	}
+	switch s := p.Samples.(type) {
+	case []report.RequestSample:
+		return s, nil, nil
+	case []report.SeamSample:
+		return nil, s, nil
+	}
+	raw, err := json.Marshal(p.Samples)
+	if err != nil {
+		return nil, nil, fmt.Errorf("re-encoding samples: %w", err)
+	}
+	if targetKind == "seam" {
+		out := []report.SeamSample{}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, nil, fmt.Errorf("decoding seam samples: %w", err)
+		}
+		return nil, out, nil
+	}
+	out := []report.RequestSample{}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, nil, fmt.Errorf("decoding request samples: %w", err)
+	}
+	return out, nil, nil
+}
+
+func join(base []string, more ...string) []string {
+	return append(append(make([]string, 0, len(base)+len(more)), base...), more...)
+}
+
+// pathKey is a metric's path in gate syntax: runs["a/b"].phases.decode.ttft_ms.
+func pathKey(path []string) string {
+	var b strings.Builder
+	for i, s := range path {
+		switch {
+		case i == 0:
+			b.WriteString(s)
+		case isIdent(s):
+			b.WriteString("." + s)
+		default:
+			b.WriteString("[" + strconv.Quote(s) + "]")
+		}
+	}
+	return b.String()
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// runNames is the report's run order, then any run it omits, by name.
+func runNames(r *report.Report) []string {
+	return ordered(r.RunOrder, sortedKeys(r.Runs))
+}
+
+func phaseNames(run *report.Run) []string {
+	return ordered(run.PhaseOrder, sortedKeys(run.Phases))
+}
+
+func ordered(order, all []string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, n := range order {
+		if !seen[n] && slices.Contains(all, n) {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, n := range all {
+		if !seen[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// pointOrder orders prompt sizes numerically, then anything else by name.
+func pointOrder(m map[string]*report.Point) []string {
+	keys := sortedKeys(m)
+	slices.SortStableFunc(keys, func(a, b string) int {
+		ta, tb := 0, 0
+		if m[a] != nil {
+			ta = m[a].TargetPromptTokens
+		}
+		if m[b] != nil {
+			tb = m[b].TargetPromptTokens
+		}
+		return ta - tb
+	})
+	return keys
+}

@@ -1,0 +1,561 @@
+package html
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// figure is one chart as the template shows it.
+type figure struct {
+	Title  string
+	Note   string
+	SVG    template.HTML
+	Legend []legendView
+}
+
+type legendView struct {
+	Key    int
+	Name   string
+	Swatch template.HTML
+}
+
+// section groups figures under a heading; empty sections are not shown.
+type section struct {
+	ID, Title, Note string
+	Figures         []figure
+}
+
+func newFigure(title, note, svg string, legend []legendItem) figure {
+	fg := figure{Title: title, Note: note, SVG: template.HTML(svg)} // #nosec: svg escapes its own text
+	for _, l := range legend {
+		fg.Legend = append(fg.Legend, legendView{Key: l.Key, Name: l.Name, Swatch: template.HTML(l.Swatch)})
+	}
+	return fg
+}
+
+func (c lineChart) figure(note string) figure {
+	svg, legend := c.svg()
+	return newFigure(c.Title, note, svg, legend)
+}
+
+func (c barChart) figure(note string) figure {
+	svg, legend := c.svg()
+	return newFigure(c.Title, note, svg, legend)
+}
+
+// charts builds every chart the reports have data for. Each builder returns
+// nothing when its data is absent, so adding a chart is adding a builder.
+type charts struct {
+	r, base *report.Report
+	cache   sampleCache
+	color   map[string]int // run name → colour and marker, shared by old and new
+}
+
+func newCharts(r, base *report.Report) *charts {
+	c := &charts{r: r, base: base, cache: sampleCache{}, color: map[string]int{}}
+	for i, n := range runOrder(r) {
+		c.color[n] = i
+	}
+	n := len(c.color)
+	for _, name := range runOrder(base) {
+		if _, ok := c.color[name]; !ok {
+			c.color[name] = n
+			n++
+		}
+	}
+	return c
+}
+
+func concat(fs ...[]figure) []figure {
+	var out []figure
+	for _, f := range fs {
+		out = append(out, f...)
+	}
+	return out
+}
+
+func (c *charts) sections() []section {
+	all := []section{
+		{ID: "performance", Title: "Prefill, decode and prefix cache", Figures: concat(c.ttftByPrompt(), c.decodeRate(), c.prefixCache())},
+		{ID: "load", Title: "Load sweeps", Figures: c.sweeps()},
+		{ID: "breakdown", Title: "Seam latency breakdown", Note: "Mean time per transfer spent in each step, from the samples.", Figures: c.seamBreakdown()},
+		{ID: "cdf", Title: "Latency distributions", Figures: c.cdfs()},
+	}
+	var out []section
+	for _, s := range all {
+		if len(s.Figures) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ttftByPrompt: TTFT p50 against prompt size, whisker up to p95.
+func (c *charts) ttftByPrompt() []figure {
+	var ss []series
+	for _, rn := range runOrder(c.r) {
+		run := c.r.Runs[rn]
+		for _, pn := range phaseOrder(run) {
+			p := run.Phases[pn]
+			if len(p.ByPromptTokens) == 0 {
+				continue
+			}
+			name := rn
+			if countPhases(run, func(p *report.Phase) bool { return len(p.ByPromptTokens) > 0 }) > 1 {
+				name += " · " + pn
+			}
+			col := c.color[rn]
+			ss = append(ss, series{Name: name, Color: col, Marker: col, Pts: promptPoints(p)})
+			if bp := basePhase(c.base, rn, pn); bp != nil && len(bp.ByPromptTokens) > 0 {
+				ss = append(ss, series{Name: name + " (baseline)", Color: col, Marker: col, Old: true, Pts: promptPoints(bp)})
+			}
+		}
+	}
+	if len(ss) == 0 {
+		return nil
+	}
+	ch := lineChart{Title: "Time to first token by prompt size",
+		X: axis{Label: "prompt size", Unit: "tokens", Zero: true},
+		Y: axis{Label: "TTFT", Unit: "ms", Zero: true}, Series: ss}
+	return []figure{ch.figure("Marker: p50 over the repetitions; whisker up to p95. Hover a marker for its values.")}
+}
+
+func countPhases(run *report.Run, pred func(*report.Phase) bool) int {
+	n := 0
+	for _, p := range run.Phases {
+		if p != nil && pred(p) {
+			n++
+		}
+	}
+	return n
+}
+
+func promptPoints(p *report.Phase) []xy {
+	var pts []xy
+	for _, k := range pointKeys(p.ByPromptTokens) {
+		pnt := p.ByPromptTokens[k]
+		if pnt.ServingMetrics == nil {
+			continue
+		}
+		t := pnt.TTFTMS
+		x := pointX(k, pnt)
+		q := pt(x, val(t.P50), fmt.Sprintf("%s tokens, TTFT p50 %s ms, p95 %s ms (n=%d)", fmtNum(x), fmtNum(val(t.P50)), fmtNum(val(t.P95)), t.Count))
+		q.Lo, q.Hi = val(t.P50), val(t.P95)
+		pts = append(pts, q)
+	}
+	return pts
+}
+
+// decodeRate: decode tokens/s per run; old and new side by side.
+func (c *charts) decodeRate() []figure {
+	type entry struct {
+		cat      string
+		v, lo    float64
+		ov, olo  float64
+		tip, otp string
+	}
+	var es []entry
+	rate := func(p *report.Phase) (v, lo float64, tip string) {
+		if p == nil {
+			return math.NaN(), math.NaN(), ""
+		}
+		if p.ServingMetrics != nil && p.DecodeTokensPerS.Count > 0 {
+			s := p.DecodeTokensPerS
+			return val(s.P50), val(s.Min), fmt.Sprintf("p50 %s tokens/s, min %s, max %s (n=%d)", fmtNum(val(s.P50)), fmtNum(val(s.Min)), fmtNum(val(s.Max)), s.Count)
+		}
+		if p.SeamMetrics != nil && p.TokensPerS != nil {
+			return *p.TokensPerS, math.NaN(), fmt.Sprintf("%s tokens/s over %d tokens", fmtNum(*p.TokensPerS), p.Tokens)
+		}
+		return math.NaN(), math.NaN(), ""
+	}
+	for _, rn := range runOrder(c.r) {
+		run := c.r.Runs[rn]
+		for _, pn := range phaseOrder(run) {
+			p := run.Phases[pn]
+			if p.Kind != "decode" {
+				continue
+			}
+			v, lo, tip := rate(p)
+			if !finite(v) {
+				continue
+			}
+			cat := rn
+			if countPhases(run, func(p *report.Phase) bool { return p.Kind == "decode" }) > 1 {
+				cat += " · " + pn
+			}
+			ov, olo, otp := rate(basePhase(c.base, rn, pn))
+			es = append(es, entry{cat, v, lo, ov, olo, tip, otp})
+		}
+	}
+	if len(es) == 0 {
+		return nil
+	}
+	cur := barSeries{Name: "this report", Color: 0}
+	old := barSeries{Name: "baseline", Color: 0, Old: true}
+	var cats []string
+	hasOld := false
+	for _, e := range es {
+		cats = append(cats, e.cat)
+		cur.Vals = append(cur.Vals, e.v)
+		cur.Lo = append(cur.Lo, e.lo)
+		cur.Hi = append(cur.Hi, e.v)
+		cur.Tips = append(cur.Tips, e.cat+": "+e.tip)
+		old.Vals = append(old.Vals, e.ov)
+		old.Lo = append(old.Lo, e.olo)
+		old.Hi = append(old.Hi, e.ov)
+		old.Tips = append(old.Tips, e.cat+" (baseline): "+e.otp)
+		hasOld = hasOld || finite(e.ov)
+	}
+	ss := []barSeries{cur}
+	if hasOld {
+		ss = append(ss, old)
+	}
+	ch := barChart{Title: "Decode throughput per run", Cats: cats, Series: ss, V: axis{Label: "decode", Unit: "tokens/s"}}
+	return []figure{ch.figure("Bar: p50 per request (seam runs: tokens over the phase's total seam latency); whisker down to the slowest request. Higher is better.")}
+}
+
+// prefixCache: TTFT of fresh, identical and small-suffix prompts.
+func (c *charts) prefixCache() []figure {
+	var cats []string
+	catIdx := map[string]int{}
+	type src struct {
+		name  string
+		color int
+		old   bool
+		p     *report.Phase
+	}
+	var srcs []src
+	for _, rn := range runOrder(c.r) {
+		run := c.r.Runs[rn]
+		multi := countPhases(run, func(p *report.Phase) bool { return len(p.Variants) > 0 }) > 1
+		for _, pn := range phaseOrder(run) {
+			p := run.Phases[pn]
+			if len(p.Variants) == 0 {
+				continue
+			}
+			name := rn
+			if multi {
+				name += " · " + pn
+			}
+			srcs = append(srcs, src{name, c.color[rn], false, p})
+			if bp := basePhase(c.base, rn, pn); bp != nil && len(bp.Variants) > 0 {
+				srcs = append(srcs, src{name + " (baseline)", c.color[rn], true, bp})
+			}
+			for _, k := range variantKeys(p.Variants) {
+				if _, ok := catIdx[k]; !ok {
+					catIdx[k] = len(cats)
+					cats = append(cats, k)
+				}
+			}
+		}
+	}
+	if len(srcs) == 0 {
+		return nil
+	}
+	var ss []barSeries
+	for _, s := range srcs {
+		bs := barSeries{Name: s.name, Color: s.color, Old: s.old}
+		for _, k := range cats {
+			v := s.p.Variants[k]
+			if v == nil || v.ServingMetrics == nil {
+				bs.Vals, bs.Lo, bs.Hi, bs.Tips = append(bs.Vals, math.NaN()), append(bs.Lo, math.NaN()), append(bs.Hi, math.NaN()), append(bs.Tips, "")
+				continue
+			}
+			t := v.TTFTMS
+			tip := fmt.Sprintf("%s · %s: TTFT p50 %s ms, p95 %s ms (n=%d)", s.name, k, fmtNum(val(t.P50)), fmtNum(val(t.P95)), t.Count)
+			if v.Speedup != nil {
+				tip += fmt.Sprintf(", %s× faster than fresh", fmtNum(*v.Speedup))
+			}
+			if v.CachedTokens.P50 != nil {
+				tip += fmt.Sprintf(", cached tokens p50 %s", fmtNum(*v.CachedTokens.P50))
+			}
+			bs.Vals = append(bs.Vals, val(t.P50))
+			bs.Lo = append(bs.Lo, val(t.P50))
+			bs.Hi = append(bs.Hi, val(t.P95))
+			bs.Tips = append(bs.Tips, tip)
+		}
+		ss = append(ss, bs)
+	}
+	ch := barChart{Title: "Prefix-cache reuse: time to first token", Cats: cats, Series: ss, V: axis{Label: "TTFT", Unit: "ms"}}
+	return []figure{ch.figure("fresh: a prompt never seen; identical: the same prompt again; small_suffix: the same prefix with a few new tokens. Bar: p50; whisker up to p95. Lower is better.")}
+}
+
+// sweepAxis and sweepMetrics describe load-sweep points; a new metric is a
+// new row here.
+var sweepAxes = []axis{
+	{Label: "concurrency", Unit: "streams", Zero: true},
+	{Label: "rate", Unit: "req/s", Zero: true},
+}
+
+type sweepMetric struct {
+	title string
+	keys  []string // candidate dotted paths into a point, first present wins
+	stat  string
+	unit  string
+}
+
+var sweepMetrics = []sweepMetric{
+	{"Output throughput", []string{"output_tokens_per_s", "total_tokens_per_s"}, "", "tokens/s"},
+	{"Goodput", []string{"goodput.good_requests_per_s"}, "", "req/s"},
+	{"TTFT p99", []string{"ttft_ms.p99"}, "", "ms"},
+}
+
+func (c *charts) sweeps() []figure {
+	var figs []figure
+	for _, rn := range runOrder(c.r) {
+		run := c.r.Runs[rn]
+		for _, pn := range phaseOrder(run) {
+			pts := sweepPoints(run.Phases[pn])
+			if len(pts) == 0 {
+				continue
+			}
+			old := sweepPoints(basePhase(c.base, rn, pn))
+			for _, ax := range sweepAxes {
+				for _, m := range sweepMetrics {
+					s := sweepSeries(rn, c.color[rn], false, pts, ax.Label, m)
+					if len(s.Pts) == 0 {
+						continue
+					}
+					ss := []series{s}
+					if o := sweepSeries(rn+" (baseline)", c.color[rn], true, old, ax.Label, m); len(o.Pts) > 0 {
+						ss = append(ss, o)
+					}
+					ch := lineChart{Title: fmt.Sprintf("%s against %s — %s · %s", m.title, ax.Label, rn, pn),
+						X: ax, Y: axis{Label: m.title, Unit: m.unit, Zero: true}, Series: ss}
+					figs = append(figs, ch.figure(""))
+				}
+			}
+		}
+	}
+	return figs
+}
+
+func sweepSeries(name string, color int, old bool, pts []map[string]any, xKey string, m sweepMetric) series {
+	s := series{Name: name, Color: color, Marker: color, Old: old}
+	for _, p := range pts {
+		x, ok := num(p[xKey], "")
+		if !ok {
+			continue
+		}
+		for _, k := range m.keys {
+			if y, ok := num(lookup(p, k), m.stat); ok {
+				s.Pts = append(s.Pts, pt(x, y, fmt.Sprintf("%s %s: %s %s", xKey, fmtNum(x), fmtNum(y), m.unit)))
+				break
+			}
+		}
+	}
+	return s
+}
+
+// seamBreakdown: per phase, a stacked bar per run of mean component times.
+func (c *charts) seamBreakdown() []figure {
+	var phases []string
+	seen := map[string]bool{}
+	for _, rn := range runOrder(c.r) {
+		for _, pn := range phaseOrder(c.r.Runs[rn]) {
+			if !seen[pn] && len(c.cache.of(c.r.Runs[rn].Phases[pn]).seam) > 0 {
+				seen[pn] = true
+				phases = append(phases, pn)
+			}
+		}
+	}
+	var figs []figure
+	for _, pn := range phases {
+		var cats []string
+		var oldCats []bool
+		var rows [][]float64
+		for _, rn := range runOrder(c.r) {
+			s := c.cache.of(c.r.Runs[rn].Phases[pn]).seam
+			if len(s) == 0 {
+				continue
+			}
+			cats, oldCats, rows = append(cats, rn), append(oldCats, false), append(rows, breakdown(s))
+			if bs := c.cache.of(basePhase(c.base, rn, pn)).seam; len(bs) > 0 {
+				cats, oldCats, rows = append(cats, rn+" (baseline)"), append(oldCats, true), append(rows, breakdown(bs))
+			}
+		}
+		var ss []barSeries
+		for i, comp := range components {
+			bs := barSeries{Name: comp.name, Color: comp.color}
+			any := false
+			for j, row := range rows {
+				bs.Vals = append(bs.Vals, row[i])
+				bs.Tips = append(bs.Tips, fmt.Sprintf("%s · %s: %s %s ms mean per transfer", cats[j], pn, comp.name, fmtNum(row[i])))
+				any = any || row[i] != 0
+			}
+			if any {
+				ss = append(ss, bs)
+			}
+		}
+		ch := barChart{Title: "Where a " + pn + " transfer's time goes", Cats: cats, Series: ss, OldCats: oldCats,
+			V: axis{Label: "mean time per transfer", Unit: "ms"}, Horizontal: true, Stacked: true}
+		figs = append(figs, ch.figure(fmt.Sprintf("Phase %s. Components that were zero in every run are left out.", pn)))
+	}
+	return figs
+}
+
+// latencyMetric is one latency a CDF is drawn for.
+type latencyMetric struct {
+	name, label string
+	reqs        func(*report.RequestSample) (float64, bool)
+	seams       func(*report.SeamSample) (float64, bool)
+	stat        func(*report.Phase) *report.Stat
+}
+
+var latencyMetrics = []latencyMetric{
+	{"ttft_ms", "TTFT",
+		func(s *report.RequestSample) (float64, bool) { return val(s.TTFTMS), s.OK && s.TTFTMS != nil }, nil,
+		func(p *report.Phase) *report.Stat {
+			if p.ServingMetrics == nil {
+				return nil
+			}
+			return &p.TTFTMS
+		}},
+	{"e2e_ms", "end-to-end latency",
+		func(s *report.RequestSample) (float64, bool) { return s.E2EMS, s.OK }, nil,
+		func(p *report.Phase) *report.Stat {
+			if p.ServingMetrics == nil {
+				return nil
+			}
+			return &p.E2EMS
+		}},
+	{"seam_latency_ms", "seam latency", nil,
+		func(s *report.SeamSample) (float64, bool) { return s.SeamLatencyMS, true },
+		func(p *report.Phase) *report.Stat {
+			if p.SeamMetrics == nil {
+				return nil
+			}
+			return &p.SeamLatencyMS
+		}},
+}
+
+// distribution returns a phase's values for m from its samples, or a CDF
+// traced through its percentiles when the report kept no samples.
+func (c *charts) distribution(p *report.Phase, m latencyMetric) (pts []xy, approx bool) {
+	if p == nil || p.Kind == "warmup" {
+		return nil, false
+	}
+	s := c.cache.of(p)
+	var vals []float64
+	if m.reqs != nil {
+		for i := range s.req {
+			if v, ok := m.reqs(&s.req[i]); ok {
+				vals = append(vals, v)
+			}
+		}
+	}
+	if m.seams != nil {
+		for i := range s.seam {
+			if v, ok := m.seams(&s.seam[i]); ok {
+				vals = append(vals, v)
+			}
+		}
+	}
+	if len(vals) > 0 {
+		return cdfPoints(vals, "ms"), false
+	}
+	st := m.stat(p)
+	if st == nil || st.Count == 0 {
+		return nil, false
+	}
+	for _, q := range []struct {
+		v *float64
+		p float64
+	}{{st.Min, 0}, {st.P50, 50}, {st.P90, 90}, {st.P95, 95}, {st.P99, 99}, {st.Max, 100}} {
+		if q.v != nil {
+			x := pt(*q.v, q.p, fmt.Sprintf("p%s %s ms", fmtNum(q.p), fmtNum(*q.v)))
+			x.Mark = q.p == 50 || q.p == 95
+			pts = append(pts, x)
+		}
+	}
+	return pts, true
+}
+
+// cdfs draws one chart per latency metric; with several runs, one per phase
+// too, so that no chart carries more series than a reader can tell apart.
+func (c *charts) cdfs() []figure {
+	var figs []figure
+	for _, m := range latencyMetrics {
+		type entry struct {
+			run, phase string
+			s          series
+		}
+		var es []entry
+		approx := false
+		runs := map[string]bool{}
+		for _, rn := range runOrder(c.r) {
+			run := c.r.Runs[rn]
+			for _, pn := range phaseOrder(run) {
+				pts, ap := c.distribution(run.Phases[pn], m)
+				if len(pts) == 0 {
+					continue
+				}
+				approx = approx || ap
+				runs[rn] = true
+				e := entry{rn, pn, series{Color: c.color[rn], Marker: c.color[rn], Step: !ap, Pts: pts}}
+				es = append(es, e)
+				if bpts, bap := c.distribution(basePhase(c.base, rn, pn), m); len(bpts) > 0 {
+					approx = approx || bap
+					es = append(es, entry{rn, pn, series{Color: c.color[rn], Marker: c.color[rn], Old: true, Step: !bap, Pts: bpts}})
+				}
+			}
+		}
+		if len(es) == 0 {
+			continue
+		}
+		note := "Share of requests at or below each latency; markers at p50 and p95."
+		if m.seams != nil {
+			note = "Share of transfers at or below each latency; markers at p50 and p95."
+		}
+		if approx {
+			note += " Where the report kept no samples the curve is traced through its percentiles."
+		}
+		build := func(title string, es []entry, byPhase bool) figure {
+			var ss []series
+			phaseIdx := map[string]int{}
+			for _, e := range es {
+				s := e.s
+				if byPhase {
+					s.Name = e.run
+				} else {
+					// One run: phases are the series, each with its own identity.
+					if _, ok := phaseIdx[e.phase]; !ok {
+						phaseIdx[e.phase] = len(phaseIdx)
+					}
+					s.Color, s.Marker = phaseIdx[e.phase], phaseIdx[e.phase]
+					s.Name = e.phase
+					if len(runs) > 1 {
+						s.Name = e.run + " · " + e.phase
+					}
+				}
+				if s.Old {
+					s.Name += " (baseline)"
+				}
+				ss = append(ss, s)
+			}
+			ch := lineChart{Title: title, X: axis{Label: m.label, Unit: "ms", Log: true},
+				Y: axis{Label: "share at or below", Unit: "%", HasMx: true, Max: 100, Zero: true}, Series: ss}
+			return ch.figure(note)
+		}
+		if len(runs) > 1 {
+			var order []string
+			byPhase := map[string][]entry{}
+			for _, e := range es {
+				if _, ok := byPhase[e.phase]; !ok {
+					order = append(order, e.phase)
+				}
+				byPhase[e.phase] = append(byPhase[e.phase], e)
+			}
+			for _, pn := range order {
+				figs = append(figs, build(fmt.Sprintf("%s distribution — %s", strings.ToUpper(m.label[:1])+m.label[1:], pn), byPhase[pn], true))
+			}
+			continue
+		}
+		figs = append(figs, build(strings.ToUpper(m.label[:1])+m.label[1:]+" distribution by phase", es, false))
+	}
+	return figs
+}

@@ -1,0 +1,611 @@
+package html
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The chart helper draws static inline SVG: the page must read without
+// JavaScript and without a network, so every chart is finished markup.
+// Text is escaped here because the SVG reaches the template as trusted HTML.
+
+// Chart geometry in viewBox units; the SVG scales to its container.
+const (
+	chartW   = 560.0
+	chartH   = 320.0
+	padTop   = 14.0
+	padRight = 18.0
+	padBot   = 50.0
+	fontPx   = 12.0
+	charPx   = 6.6 // rough advance of one character at fontPx, for label room
+)
+
+// axis is one axis of a chart. Unit is shown in the axis label.
+type axis struct {
+	Label string
+	Unit  string
+	Log   bool // logarithmic, for distributions spanning decades
+	Zero  bool // include zero in the range (bars, latencies)
+	Max   float64
+	HasMx bool // Max is a fixed upper bound (percentiles end at 100)
+}
+
+func (a axis) title() string {
+	if a.Unit == "" {
+		return a.Label
+	}
+	return a.Label + " (" + a.Unit + ")"
+}
+
+// xy is one point; Lo/Hi, when finite, draw a whisker through it.
+type xy struct {
+	X, Y   float64
+	Lo, Hi float64
+	Tip    string
+	Mark   bool // draw a marker here (lines with many points mark only a few)
+}
+
+func pt(x, y float64, tip string) xy {
+	return xy{X: x, Y: y, Lo: math.NaN(), Hi: math.NaN(), Tip: tip, Mark: true}
+}
+
+// series is one line of a line chart. Color and Marker identify it; Old
+// (a baseline) draws the same identity dashed with hollow markers, so old
+// and new stay paired without relying on colour alone.
+type series struct {
+	Name   string
+	Color  int
+	Marker int
+	Old    bool
+	Step   bool // a CDF: horizontal then vertical between points
+	Pts    []xy
+}
+
+// lineChart is a line/scatter chart with optional whiskers.
+type lineChart struct {
+	Title  string
+	X, Y   axis
+	Series []series
+}
+
+// barSeries is one set of bars, one value per category (NaN: none).
+type barSeries struct {
+	Name   string
+	Color  int
+	Old    bool
+	Vals   []float64
+	Lo, Hi []float64 // optional whiskers, NaN for none
+	Tips   []string
+}
+
+// barChart draws grouped or stacked bars, vertical or horizontal.
+type barChart struct {
+	Title      string
+	Cats       []string
+	Series     []barSeries
+	V          axis // the value axis
+	Horizontal bool
+	Stacked    bool
+	OldCats    []bool // categories drawn as baseline (stacked rows)
+}
+
+// legendItem is rendered as HTML next to the SVG; Key matches data-k in it.
+type legendItem struct {
+	Key    int
+	Name   string
+	Swatch string // trusted SVG markup
+}
+
+func esc(s string) string { return html.EscapeString(s) }
+
+func finite(v ...float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// f formats a coordinate; callers only pass finite values.
+func f(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
+
+// fmtNum formats a measurement with about four significant digits.
+func fmtNum(v float64) string {
+	if !finite(v) {
+		return "–"
+	}
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 10000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 100:
+		return trimZeros(strconv.FormatFloat(v, 'f', 1, 64))
+	case a >= 10:
+		return trimZeros(strconv.FormatFloat(v, 'f', 2, 64))
+	case a >= 1:
+		return trimZeros(strconv.FormatFloat(v, 'f', 3, 64))
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+func trimZeros(s string) string {
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// scale maps data values onto a pixel range.
+type scale struct {
+	lo, hi   float64 // data range
+	p0, p1   float64 // pixel range
+	log      bool
+	ticks    []float64
+	tickText []string
+}
+
+func (s scale) at(v float64) float64 {
+	if s.log {
+		v, lo, hi := math.Log10(math.Max(v, s.lo)), math.Log10(s.lo), math.Log10(s.hi)
+		return s.p0 + (v-lo)/(hi-lo)*(s.p1-s.p0)
+	}
+	return s.p0 + (v-s.lo)/(s.hi-s.lo)*(s.p1-s.p0)
+}
+
+// newScale picks a nice range and ticks covering vals.
+func newScale(a axis, vals []float64, p0, p1 float64) scale {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		if !finite(v) || (a.Log && v <= 0) {
+			continue
+		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 0, 1
+		a.Log = false
+	}
+	if a.Log && hi/lo < 10 {
+		a.Log = false // under a decade a log axis only hides the ticks
+	}
+	s := scale{p0: p0, p1: p1, log: a.Log}
+	if a.Log {
+		s.lo, s.hi, s.ticks = logTicks(lo, hi)
+	} else {
+		if a.Zero {
+			lo, hi = math.Min(lo, 0), math.Max(hi, 0)
+		}
+		if a.HasMx {
+			hi = a.Max
+		}
+		s.lo, s.hi, s.ticks = linTicks(lo, hi, 5)
+		if a.HasMx {
+			s.hi = a.Max
+		}
+	}
+	for _, t := range s.ticks {
+		s.tickText = append(s.tickText, tickLabel(t, s.ticks, s.log))
+	}
+	return s
+}
+
+// niceStep rounds a raw step to 1, 2 or 5 × 10^k.
+func niceStep(raw float64) float64 {
+	exp := math.Floor(math.Log10(raw))
+	frac := raw / math.Pow(10, exp)
+	var n float64
+	switch {
+	case frac <= 1:
+		n = 1
+	case frac <= 2:
+		n = 2
+	case frac <= 5:
+		n = 5
+	default:
+		n = 10
+	}
+	return n * math.Pow(10, exp)
+}
+
+func linTicks(lo, hi float64, n int) (float64, float64, []float64) {
+	if hi == lo {
+		d := math.Abs(lo) * 0.1
+		if d == 0 {
+			d = 1
+		}
+		lo, hi = lo-d, hi+d
+		if lo < 0 && hi/2 > 0 && lo+d >= 0 {
+			lo = 0 // a constant positive value sits on a zero-based axis
+		}
+	}
+	step := niceStep((hi - lo) / float64(n))
+	nlo := math.Floor(lo/step) * step
+	nhi := math.Ceil(hi/step) * step
+	var ticks []float64
+	for i := 0; ; i++ {
+		t := nlo + float64(i)*step
+		if t > nhi+step/2 || i > 50 {
+			break
+		}
+		ticks = append(ticks, math.Round(t/step)*step)
+	}
+	return nlo, nhi, ticks
+}
+
+func logTicks(lo, hi float64) (float64, float64, []float64) {
+	e0, e1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	mults := []float64{1, 2, 5}
+	if e1-e0 > 3 {
+		mults = []float64{1}
+	}
+	var all []float64
+	for e := e0; e <= e1; e++ {
+		for _, m := range mults {
+			all = append(all, m*math.Pow(10, e))
+		}
+	}
+	// The range runs from the last tick at or below lo to the first at or above hi.
+	nlo, nhi := all[0], all[len(all)-1]
+	for _, t := range all {
+		if t <= lo {
+			nlo = t
+		}
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i] >= hi {
+			nhi = all[i]
+		}
+	}
+	var ticks []float64
+	for _, t := range all {
+		if t >= nlo*0.999 && t <= nhi*1.001 {
+			ticks = append(ticks, t)
+		}
+	}
+	return nlo, nhi, ticks
+}
+
+// tickLabel prints a linear tick with as many decimals as the step needs,
+// and a log tick as it is.
+func tickLabel(t float64, ticks []float64, log bool) string {
+	if !log && len(ticks) > 1 {
+		if step := ticks[1] - ticks[0]; step > 0 && step < 1 {
+			return strconv.FormatFloat(t, 'f', int(math.Ceil(-math.Log10(step)-1e-9)), 64)
+		}
+	}
+	if math.Abs(t) >= 10000 && math.Mod(t, 1000) == 0 {
+		return strconv.FormatFloat(t/1000, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(t, 'f', -1, 64)
+}
+
+// frame draws grid, ticks and axis titles; returns the plot box.
+func frame(b *strings.Builder, xs, ys scale, xTitle, yTitle string, xCats []string) {
+	left, right := xs.p0, xs.p1
+	top, bottom := ys.p1, ys.p0
+	b.WriteString(`<g class="grid">`)
+	for i, t := range ys.ticks {
+		y := ys.at(t)
+		fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s"/>`, f(left), f(right), f(y), f(y))
+		fmt.Fprintf(b, `<text class="tick" x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s</text>`, f(left-6), f(y), esc(ys.tickText[i]))
+	}
+	if xCats == nil {
+		for i, t := range xs.ticks {
+			x := xs.at(t)
+			fmt.Fprintf(b, `<line class="v" x1="%s" x2="%s" y1="%s" y2="%s"/>`, f(x), f(x), f(top), f(bottom))
+			fmt.Fprintf(b, `<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`, f(x), f(bottom+16), esc(xs.tickText[i]))
+		}
+	}
+	b.WriteString(`</g>`)
+	fmt.Fprintf(b, `<path class="axis" d="M%s %sV%sH%s"/>`, f(left), f(top), f(bottom), f(right))
+	fmt.Fprintf(b, `<text class="atitle" x="%s" y="%s" text-anchor="middle">%s</text>`, f((left+right)/2), f(chartH-8), esc(xTitle))
+	fmt.Fprintf(b, `<text class="atitle" transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, f((top+bottom)/2), esc(yTitle))
+}
+
+func leftPad(ys scale) float64 {
+	w := 0
+	for _, t := range ys.tickText {
+		w = max(w, len(t))
+	}
+	return 30 + float64(w)*charPx
+}
+
+// markerPath draws marker kind k centred on (x, y).
+func markerPath(k int, x, y float64) string {
+	const r = 4.2
+	switch k % 6 {
+	case 0:
+		return fmt.Sprintf("M%s %sa%s %s 0 1 0 %s 0a%s %s 0 1 0 %s 0Z", f(x-r), f(y), f(r), f(r), f(2*r), f(r), f(r), f(-2*r))
+	case 1:
+		return fmt.Sprintf("M%s %sh%sv%sh%sZ", f(x-r*0.85), f(y-r*0.85), f(1.7*r), f(1.7*r), f(-1.7*r))
+	case 2:
+		return fmt.Sprintf("M%s %sL%s %sL%s %sZ", f(x), f(y-r*1.1), f(x+r), f(y+r*0.8), f(x-r), f(y+r*0.8))
+	case 3:
+		return fmt.Sprintf("M%s %sL%s %sL%s %sL%s %sZ", f(x), f(y-r*1.2), f(x+r), f(y), f(x), f(y+r*1.2), f(x-r), f(y))
+	case 4:
+		return fmt.Sprintf("M%s %sL%s %sL%s %sZ", f(x), f(y+r*1.1), f(x+r), f(y-r*0.8), f(x-r), f(y-r*0.8))
+	}
+	w := r * 0.45
+	return fmt.Sprintf("M%s %sh%sv%sh%sv%sh%sv%sh%sv%sh%sv%sZ",
+		f(x-w), f(y-r), f(2*w), f(r-w), f(r-w), f(2*w), f(w-r), f(r-w), f(-2*w), f(w-r), f(w-r), f(-2*w))
+}
+
+const oldDash = "5 4"
+
+func classes(color int, old bool) string {
+	c := fmt.Sprintf("c%d", color)
+	if old {
+		c += " old"
+	}
+	return c
+}
+
+// swatch is the legend's small picture of a series.
+func swatch(color, marker int, old, line bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="sw %s" viewBox="0 0 28 12" width="28" height="12" aria-hidden="true">`, classes(color, old))
+	if line {
+		dash := ""
+		if old {
+			dash = ` stroke-dasharray="4 3"`
+		}
+		fmt.Fprintf(&b, `<path class="ln" d="M1 6H27"%s/>`, dash)
+		if marker >= 0 {
+			fmt.Fprintf(&b, `<path class="mk" d="%s"/>`, markerPath(marker, 14, 6))
+		}
+	} else {
+		fmt.Fprintf(&b, `<rect class="bar" x="7" y="1" width="14" height="10" rx="1"/>`)
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// svg renders a line chart and its legend.
+func (c lineChart) svg() (string, []legendItem) {
+	var xv, yv []float64
+	for _, s := range c.Series {
+		for _, p := range s.Pts {
+			if !finite(p.X, p.Y) {
+				continue
+			}
+			xv = append(xv, p.X)
+			yv = append(yv, p.Y)
+			if finite(p.Lo) {
+				yv = append(yv, p.Lo)
+			}
+			if finite(p.Hi) {
+				yv = append(yv, p.Hi)
+			}
+		}
+	}
+	ys := newScale(c.Y, yv, chartH-padBot, padTop)
+	xs := newScale(c.X, xv, leftPad(ys), chartW-padRight)
+	var b strings.Builder
+	openSVG(&b, c.Title)
+	frame(&b, xs, ys, c.X.title(), c.Y.title(), nil)
+	var legend []legendItem
+	for k, s := range c.Series {
+		fmt.Fprintf(&b, `<g class="s %s" data-k="%d">`, classes(s.Color, s.Old), k)
+		var d strings.Builder
+		prevY := math.NaN()
+		for _, p := range s.Pts {
+			if !finite(p.X, p.Y) {
+				continue
+			}
+			x, y := xs.at(p.X), ys.at(p.Y)
+			switch {
+			case d.Len() == 0:
+				fmt.Fprintf(&d, "M%s %s", f(x), f(y))
+			case s.Step:
+				fmt.Fprintf(&d, "H%sV%s", f(x), f(y))
+			default:
+				fmt.Fprintf(&d, "L%s %s", f(x), f(y))
+			}
+			prevY = y
+		}
+		_ = prevY
+		if d.Len() > 0 {
+			dash := ""
+			if s.Old {
+				dash = ` stroke-dasharray="` + oldDash + `"`
+			}
+			fmt.Fprintf(&b, `<path class="ln" d="%s"%s/>`, d.String(), dash)
+		}
+		for _, p := range s.Pts {
+			if !finite(p.X, p.Y) {
+				continue
+			}
+			x := xs.at(p.X)
+			if finite(p.Lo, p.Hi) {
+				lo, hi := ys.at(p.Lo), ys.at(p.Hi)
+				fmt.Fprintf(&b, `<path class="wh" d="M%s %sV%sM%s %sh8M%s %sh8"/>`, f(x), f(lo), f(hi), f(x-4), f(lo), f(x-4), f(hi))
+			}
+			if p.Mark {
+				fmt.Fprintf(&b, `<path class="mk" d="%s"><title>%s</title></path>`, markerPath(s.Marker, x, ys.at(p.Y)), esc(s.Name+": "+p.Tip))
+			}
+		}
+		b.WriteString(`</g>`)
+		legend = append(legend, legendItem{Key: k, Name: s.Name, Swatch: swatch(s.Color, s.Marker, s.Old, true)})
+	}
+	b.WriteString(`</svg>`)
+	return b.String(), legend
+}
+
+func openSVG(b *strings.Builder, title string) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 %s %s" role="img" font-size="%s"><title>%s</title>`,
+		f(chartW), f(chartH), f(fontPx), esc(title))
+}
+
+// svg renders a bar chart and its legend.
+func (c barChart) svg() (string, []legendItem) {
+	var vals []float64
+	for i := range c.Cats {
+		sum := 0.0
+		for _, s := range c.Series {
+			v := at(s.Vals, i)
+			if !finite(v) {
+				continue
+			}
+			if c.Stacked {
+				sum += v
+			} else {
+				vals = append(vals, v, at(s.Lo, i), at(s.Hi, i))
+			}
+		}
+		if c.Stacked {
+			vals = append(vals, sum)
+		}
+	}
+	c.V.Zero = true
+	c.V.Log = false
+	var b strings.Builder
+	openSVG(&b, c.Title)
+	var vs, cs scale // value and category scales
+	var band float64
+	if c.Horizontal {
+		catW := 0
+		for _, s := range c.Cats {
+			catW = max(catW, len([]rune(s)))
+		}
+		left := math.Min(20+float64(catW)*charPx, chartW*0.42)
+		vs = newScale(c.V, vals, left, chartW-padRight)
+		cs = scale{lo: 0, hi: float64(len(c.Cats)), p0: padTop, p1: chartH - padBot}
+		band = (cs.p1 - cs.p0) / math.Max(1, float64(len(c.Cats)))
+		// Value grid runs vertically.
+		b.WriteString(`<g class="grid">`)
+		for i, t := range vs.ticks {
+			x := vs.at(t)
+			fmt.Fprintf(&b, `<line class="v" x1="%s" x2="%s" y1="%s" y2="%s"/>`, f(x), f(x), f(cs.p0), f(cs.p1))
+			fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`, f(x), f(cs.p1+16), esc(vs.tickText[i]))
+		}
+		for i, name := range c.Cats {
+			y := cs.p0 + band*(float64(i)+0.5)
+			fmt.Fprintf(&b, `<text class="cat" x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s<title>%s</title></text>`, f(left-6), f(y), esc(clip(name, int((left-20)/charPx))), esc(name))
+		}
+		b.WriteString(`</g>`)
+		fmt.Fprintf(&b, `<path class="axis" d="M%s %sV%sH%s"/>`, f(left), f(cs.p0), f(cs.p1), f(chartW-padRight))
+		fmt.Fprintf(&b, `<text class="atitle" x="%s" y="%s" text-anchor="middle">%s</text>`, f((left+chartW-padRight)/2), f(chartH-8), esc(c.V.title()))
+	} else {
+		vs = newScale(c.V, vals, chartH-padBot, padTop)
+		left := leftPad(vs)
+		cs = scale{lo: 0, hi: float64(len(c.Cats)), p0: left, p1: chartW - padRight}
+		band = (cs.p1 - cs.p0) / math.Max(1, float64(len(c.Cats)))
+		frame(&b, cs, vs, "", c.V.title(), c.Cats)
+		maxChars := int(band/charPx) + 1
+		for i, name := range c.Cats {
+			x := cs.p0 + band*(float64(i)+0.5)
+			fmt.Fprintf(&b, `<text class="cat" x="%s" y="%s" text-anchor="middle">%s<title>%s</title></text>`, f(x), f(chartH-padBot+16), esc(clip(name, maxChars)), esc(name))
+		}
+	}
+	groups := len(c.Series)
+	if c.Stacked {
+		groups = 1
+	}
+	inner := band * 0.72
+	slot := math.Min(inner/math.Max(1, float64(groups)), 70) // a lone bar stays a bar, not a wall
+	inner = slot * float64(groups)
+	var legend []legendItem
+	for i := range c.Cats {
+		acc := 0.0
+		for k, s := range c.Series {
+			v := at(s.Vals, i)
+			if !finite(v) {
+				continue
+			}
+			off := cs.p0 + band*float64(i) + (band-inner)/2
+			if !c.Stacked {
+				off += slot * float64(k)
+			}
+			base := 0.0
+			if c.Stacked {
+				base = acc
+				acc += v
+			}
+			v0, v1 := vs.at(base), vs.at(base+v)
+			tip := s.Name + " · " + c.Cats[i] + ": " + fmtNum(v)
+			if t := atS(s.Tips, i); t != "" {
+				tip = t
+			}
+			old := s.Old || i < len(c.OldCats) && c.OldCats[i]
+			fmt.Fprintf(&b, `<g class="s %s" data-k="%d">`, classes(s.Color, old), k)
+			gap := math.Min(2, slot*0.1)
+			if c.Horizontal {
+				fmt.Fprintf(&b, `<rect class="bar" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`,
+					f(math.Min(v0, v1)), f(off+gap/2), f(math.Abs(v1-v0)), f(slot-gap), esc(tip))
+			} else {
+				fmt.Fprintf(&b, `<rect class="bar" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`,
+					f(off+gap/2), f(math.Min(v0, v1)), f(slot-gap), f(math.Abs(v1-v0)), esc(tip))
+			}
+			if lo, hi := at(s.Lo, i), at(s.Hi, i); finite(lo, hi) && !c.Stacked {
+				m := off + slot/2
+				l, h := vs.at(lo), vs.at(hi)
+				if c.Horizontal {
+					fmt.Fprintf(&b, `<path class="wh" d="M%s %sH%sM%s %sv6M%s %sv6"/>`, f(l), f(m), f(h), f(l), f(m-3), f(h), f(m-3))
+				} else {
+					fmt.Fprintf(&b, `<path class="wh" d="M%s %sV%sM%s %sh6M%s %sh6"/>`, f(m), f(l), f(h), f(m-3), f(l), f(m-3), f(h))
+				}
+			}
+			b.WriteString(`</g>`)
+		}
+	}
+	for k, s := range c.Series {
+		legend = append(legend, legendItem{Key: k, Name: s.Name, Swatch: swatch(s.Color, -1, s.Old, false)})
+	}
+	b.WriteString(`</svg>`)
+	return b.String(), legend
+}
+
+func at(v []float64, i int) float64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return math.NaN()
+}
+
+func atS(v []string, i int) string {
+	if i < len(v) {
+		return v[i]
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if n < 2 || len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// cdfPoints turns samples into a step CDF (percent on Y), marking p50 and
+// p95 so series stay identifiable by marker as well as colour.
+func cdfPoints(vals []float64, unit string) []xy {
+	v := make([]float64, 0, len(vals))
+	for _, x := range vals {
+		if finite(x) {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	sort.Float64s(v)
+	n := float64(len(v))
+	pts := []xy{{X: v[0], Y: 0, Lo: math.NaN(), Hi: math.NaN()}}
+	p50, p95 := rankIdx(len(v), 50), rankIdx(len(v), 95)
+	for i, x := range v {
+		p := pt(x, float64(i+1)/n*100, fmt.Sprintf("%s %s ≤ p%s (n=%d)", fmtNum(x), unit, fmtNum(float64(i+1)/n*100), len(v)))
+		p.Mark = i == p50 || i == p95
+		pts = append(pts, p)
+	}
+	return pts
+}
+
+func rankIdx(n, p int) int { return max(0, min((n*p+99)/100-1, n-1)) }
