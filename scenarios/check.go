@@ -49,6 +49,11 @@ func oneOf(v string, set []string) bool {
 // check applies defaults and the rules a schema cannot express.
 func check(d *decoder, doc *document) {
 	e := d.errs
+	for _, key := range []string{"include", "profiles"} {
+		if doc.Has(key) {
+			e.add(doc.Keys[key], "%s: allowed only at the top level of a scenario file, not inside a profile", key)
+		}
+	}
 	if !doc.Has("targets") {
 		// No server named: the embedded simulator, so a new user sees real results.
 		doc.Targets = []*Target{{Meta: Meta{Pos: doc.Pos}, Name: KindEmbedded, Kind: KindEmbedded, OpenAI: &OpenAITarget{}}}

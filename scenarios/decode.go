@@ -42,9 +42,14 @@ type nodeDecoder interface {
 // goes on after an error so that every problem is reported at once.
 type decoder struct {
 	file string
-	sets []string // --set flags; nodes they produced carry Line = -(index+1)
-	errs *errs
+	// files are the included files; a node from files[i] carries i+1 in
+	// the bits of Column above fileShift, which survives cloning.
+	files []string
+	sets  []string // --var and --set flags; nodes they produced carry Line = -(index+1)
+	errs  *errs
 }
+
+const fileShift = 20
 
 func (d *decoder) pos(n *yaml.Node) Pos {
 	if n == nil {
@@ -53,7 +58,11 @@ func (d *decoder) pos(n *yaml.Node) Pos {
 	if n.Line < 0 && -n.Line-1 < len(d.sets) {
 		return Pos{Set: d.sets[-n.Line-1]}
 	}
-	return Pos{File: d.file, Line: n.Line, Col: n.Column}
+	file := d.file
+	if i := n.Column >> fileShift; i > 0 && i <= len(d.files) {
+		file = d.files[i-1]
+	}
+	return Pos{File: file, Line: n.Line, Col: n.Column & (1<<fileShift - 1)}
 }
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {

@@ -11,14 +11,15 @@ type Pos struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	Col  int    `json:"col,omitempty"`
-	// Set is the --set flag that produced the value, when it did not come from a file.
+	// Set is the flag that produced the value (e.g. "--set a.b=1" or
+	// "--var n=2"), when it did not come from a file.
 	Set string `json:"set,omitempty"`
 }
 
 func (p Pos) String() string {
 	switch {
 	case p.Set != "":
-		return "--set " + p.Set
+		return p.Set
 	case p.Line > 0:
 		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
 	default:

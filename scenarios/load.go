@@ -17,6 +17,10 @@ import (
 
 // Options change how a scenario loads.
 type Options struct {
+	// Profile names an entry of the scenario's profiles, merged over it.
+	Profile string
+	// Vars are --var NAME=VALUE, applied after the profile, before Sets.
+	Vars []string
 	// Sets are --set PATH=VALUE overrides, applied before interpolation.
 	Sets []string
 	// LookupEnv resolves ${env.NAME}; nil means no environment.
@@ -38,29 +42,37 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // Parse is Load for bytes already read; file names the source in errors.
 func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	e := &errs{}
-	d := &decoder{file: file, sets: opts.Sets, errs: e}
+	d := &decoder{file: file, errs: e}
+	for _, v := range opts.Vars {
+		d.sets = append(d.sets, "--var "+v)
+	}
+	for _, s := range opts.Sets {
+		d.sets = append(d.sets, "--set "+s)
+	}
 	env := opts.LookupEnv
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
 
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		e.list = append(e.list, syntaxError(file, data, err))
+	root := d.tree(file, data, 0, []string{file})
+	if root == nil {
 		return nil, e.err()
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		e.add(Pos{File: file, Line: 1, Col: 1}, "the scenario is empty")
-		return nil, e.err()
+	applyProfile(d, root, opts.Profile)
+	for i, v := range opts.Vars {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok || name == "" || strings.Contains(name, ".") {
+			e.add(Pos{Set: "--var " + v}, "expected NAME=VALUE, e.g. --var base_url=http://127.0.0.1:8000")
+			continue
+		}
+		if mapValue(root, "vars") == nil {
+			root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "vars", Line: -(i + 1)},
+				&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: -(i + 1)})
+		}
+		applySet(d, root, i, "vars."+name+"="+value)
 	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		d.errorf(root, "a scenario is a mapping with name, targets, phases and gates; got %s", describe(root))
-		return nil, e.err()
-	}
-
 	for i, s := range opts.Sets {
-		applySet(d, root, i, s)
+		applySet(d, root, len(opts.Vars)+i, s)
 	}
 
 	in := &interp{d: d, vars: map[string]*yaml.Node{}, env: env}
@@ -83,7 +95,16 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: re-encoding %s: %w", file, err)
 	}
-	sum := sha256.Sum256(effective)
+	// The hash identifies what is measured: gates and descriptions are left
+	// out, so tightening a threshold keeps a baseline comparable.
+	measured := cloneNode(root)
+	removeKey(measured, "gates")
+	removeKey(measured, "description")
+	mb, err := yaml.Marshal(measured)
+	if err != nil {
+		return nil, fmt.Errorf("scenarios: re-encoding %s: %w", file, err)
+	}
+	sum := sha256.Sum256(mb)
 
 	axes := readMatrix(d, mapValue(root, "matrix"))
 
@@ -195,7 +216,7 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 // must exist; a new last key is added and then meets the same strict checks
 // as the file (so a misspelt field is still an error naming the flag).
 func applySet(d *decoder, root *yaml.Node, idx int, flag string) {
-	pos := Pos{Set: flag}
+	pos := Pos{Set: d.sets[idx]}
 	path, value, ok := strings.Cut(flag, "=")
 	if !ok || path == "" {
 		d.errs.add(pos, "expected PATH=VALUE, e.g. --set targets.route.activation_bytes=8192")

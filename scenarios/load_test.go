@@ -284,3 +284,97 @@ func TestExamplesLoad(t *testing.T) {
 		})
 	}
 }
+
+func TestIncludesMergeDeeplyAndLaterWins(t *testing.T) {
+	sc, err := Load("testdata/include/team.yaml", Options{LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sc.Runs[0].Target.Seam
+	if sc.Name != "team" || s.Costs.TransportMS.Direct != 0.7 || s.Costs.ModelMS.Decode != 1 || s.Transport != "direct" {
+		t.Errorf("name %q transport_ms %v model_ms %v transport %q", sc.Name, s.Costs.TransportMS.Direct, s.Costs.ModelMS.Decode, s.Transport)
+	}
+	if len(sc.Phases) != 2 || len(sc.Gates) != 1 {
+		t.Errorf("phases %d gates %d", len(sc.Phases), len(sc.Gates))
+	}
+}
+
+func TestProfilesAndVarPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		mode    string
+		tokens  int
+		wantErr string
+	}{
+		{name: "file", mode: "direct"},
+		{name: "profile", opts: Options{Profile: "ci"}, mode: "relay"},
+		{name: "var over profile", opts: Options{Profile: "ci", Vars: []string{"mode=direct"}}, mode: "direct"},
+		{name: "set over var", opts: Options{Vars: []string{"mode=relay"}, Sets: []string{"vars.mode=direct"}}, mode: "direct"},
+		{name: "profile merges phases", opts: Options{Profile: "quick"}, mode: "direct", tokens: 1},
+		{name: "unknown profile", opts: Options{Profile: "cii"}, wantErr: `--profile cii: no such profile (did you mean "ci"?) (profiles: ci, quick)`},
+		{name: "bad var", opts: Options{Vars: []string{"novalue"}}, wantErr: "--var novalue: expected NAME=VALUE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.LookupEnv = noEnv
+			sc, err := Load("testdata/include/team.yaml", tc.opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sc.Runs[0].Target.Seam.Transport; got != tc.mode {
+				t.Errorf("transport %q, want %q", got, tc.mode)
+			}
+			for _, p := range sc.Phases {
+				if p.Name == "decode" && p.Tokens != tc.tokens {
+					t.Errorf("decode tokens %d, want %d", p.Tokens, tc.tokens)
+				}
+			}
+		})
+	}
+}
+
+func TestIncludeErrors(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{file: "cycle-a.yaml", want: "testdata/include/cycle-b.yaml:1:10: include cycle: testdata/include/cycle-a.yaml → testdata/include/cycle-b.yaml → testdata/include/cycle-a.yaml"},
+		{file: "missing.yaml", want: `testdata/include/missing.yaml:1:11: include "nope.yaml": cannot read testdata/include/nope.yaml`},
+		// An error inside an included file names that file, line and column.
+		{file: "bad-in-included.yaml", want: `testdata/include/broken-base.yaml:2:42: targets.route: unknown field "cahce" (did you mean "cache"?)`},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			_, err := Load("testdata/include/"+tc.file, Options{LookupEnv: noEnv})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err:\n%v\nwant:\n%s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPrintableRedactsSecrets(t *testing.T) {
+	env := func(k string) (string, bool) {
+		if k == "TOLLGATE_TEST_TOKEN" {
+			return "tok-0123456789", true
+		}
+		return "", false
+	}
+	sc, err := Load("testdata/include/secrets.yaml", Options{LookupEnv: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(sc.Printable())
+	for _, secret := range []string{"tok-0123456789", "tenant-secret"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("secret %q printed:\n%s", secret, out)
+		}
+	}
+	for _, visible := range []string{"OPENAI_API_KEY", "X-Session: visible", "plain: visible", "[REDACTED]"} {
+		if !strings.Contains(out, visible) {
+			t.Errorf("%q missing from:\n%s", visible, out)
+		}
+	}
+}

@@ -39,7 +39,11 @@ const (
 // document is the YAML file as written, before matrix expansion.
 type document struct {
 	Meta
-	Schema      string         `yaml:"$schema"`
+	Schema string `yaml:"$schema"`
+	// Include and Profiles are resolved before decoding; declared so the
+	// keys are known (and so a profile may not smuggle them back in).
+	Include     any            `yaml:"include"`
+	Profiles    any            `yaml:"profiles"`
 	Name        string         `yaml:"name"`
 	Description string         `yaml:"description"`
 	Vars        map[string]any `yaml:"vars"`
@@ -439,7 +443,8 @@ type Scenario struct {
 	Name        string
 	Description string
 	File        string
-	// SHA256 is the hash of the effective scenario (after --set and vars).
+	// SHA256 is the hash of the effective scenario (after includes, profile,
+	// vars and --set) without its gates and descriptions: what is measured.
 	SHA256 string
 	// Effective is the effective scenario as YAML, before matrix expansion.
 	Effective []byte

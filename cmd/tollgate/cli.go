@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,9 @@ import (
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/ciout"
+	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/html"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/schema"
 )
@@ -42,6 +46,8 @@ Usage:
   tollgate validate SCENARIO...       load, validate and compile gates; sends nothing
   tollgate schema scenario|report     print a JSON Schema
   tollgate serve [--addr HOST:PORT]   run the embedded OpenAI-compatible simulator alone
+  tollgate compare OLD.json NEW.json  compare two reports metric by metric, with noise
+  tollgate report REPORT.json --html PATH   render a saved report (with --baseline OLD.json)
   tollgate version                    print the version
   tollgate help [COMMAND]             show help
 
@@ -70,6 +76,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdSchema(args[1:], stdout, stderr)
 	case "serve":
 		return cmdServe(args[1:], stdout, stderr)
+	case "compare":
+		return cmdCompare(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "tollgate %s\n", toolVersion())
 		return ExitPass
@@ -88,6 +98,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 				fs, _ := serveFlags(stderr)
 				fmt.Fprintf(stdout, "Usage: tollgate serve [flags]\n\nFlags:\n%s", fs.FlagUsages())
 				return ExitPass
+			case "compare":
+				fs, _ := compareFlags(stderr)
+				fmt.Fprintf(stdout, "%s%s", compareUsage, fs.FlagUsages())
+				return ExitPass
+			case "report":
+				fs, _ := reportFlags(stderr)
+				fmt.Fprintf(stdout, "%s%s", reportUsage, fs.FlagUsages())
+				return ExitPass
 			}
 		}
 		fmt.Fprint(stdout, usage)
@@ -98,11 +116,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 type runOptions struct {
-	jsonOut    string
-	noGate     bool
-	sets       []string
-	quiet      bool
-	samplesOut string
+	jsonOut     string
+	noGate      bool
+	sets        []string
+	vars        []string
+	profile     string
+	quiet       bool
+	samplesOut  string
+	html        string
+	junit       string
+	markdown    string
+	csv         string
+	baseline    string
+	baselineAny bool
 }
 
 func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
@@ -114,15 +140,37 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set targets.route.activation_bytes=8192")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout and no progress; errors still go to stderr")
 	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines (load phases keep none in memory)")
+	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
+	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
+	fs.StringVar(&o.html, "html", "", "also write a self-contained HTML report to `PATH`")
+	fs.StringVar(&o.junit, "junit", "", "also write JUnit XML (one testcase per gate) to `PATH`")
+	fs.StringVar(&o.markdown, "markdown", "", "also write a Markdown summary to `PATH` (appended to $GITHUB_STEP_SUMMARY too when set)")
+	fs.StringVar(&o.csv, "csv", "", "also write the per-request samples kept in the report as CSV to `PATH`")
+	fs.StringVar(&o.baseline, "baseline", "", "an earlier report `OLD.json`, available to gates as baseline (same shape as the report)")
+	fs.BoolVar(&o.baselineAny, "baseline-any", false, "accept a baseline from another scenario, model or host")
 	return fs, o
 }
 
-func validateFlags(stderr io.Writer) (*pflag.FlagSet, *[]string) {
-	var sets []string
+type validateOptions struct {
+	load  loadOptions
+	print bool
+}
+
+func validateFlags(stderr io.Writer) (*pflag.FlagSet, *validateOptions) {
+	o := &validateOptions{}
 	fs := pflag.NewFlagSet("validate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringArrayVar(&sets, "set", nil, "override a scenario value: `PATH=VALUE` (repeatable)")
-	return fs, &sets
+	fs.StringArrayVar(&o.load.sets, "set", nil, "override a scenario value: `PATH=VALUE` (repeatable)")
+	fs.StringArrayVar(&o.load.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable)")
+	fs.StringVar(&o.load.profile, "profile", "", "apply the scenario's profile `NAME`")
+	fs.BoolVar(&o.print, "print", false, "print the effective scenario (includes, profile, vars and --set applied; secrets redacted)")
+	return fs, o
+}
+
+// loadOptions are the flags that change what a scenario file means.
+type loadOptions struct {
+	sets, vars []string
+	profile    string
 }
 
 // prepared is a scenario that loaded and whose gates compiled.
@@ -131,10 +179,11 @@ type prepared struct {
 	gates *gates.Set
 }
 
-// prepare loads a scenario and compiles its gates against the report shape.
-// Every problem is printed with its position; ok is false if there were any.
-func prepare(path string, sets []string, compileGates bool, stderr io.Writer) (*prepared, bool) {
-	sc, err := scenarios.Load(path, scenarios.Options{Sets: sets, LookupEnv: os.LookupEnv})
+// prepare loads a scenario and compiles its gates against the report shape
+// (and the baseline's, when there is one). Every problem is printed with
+// its position; ok is false if there were any.
+func prepare(path string, lo loadOptions, compileGates bool, baseline map[string]any, stderr io.Writer) (*prepared, bool) {
+	sc, err := scenarios.Load(path, scenarios.Options{Sets: lo.sets, Vars: lo.vars, Profile: lo.profile, LookupEnv: os.LookupEnv})
 	if err != nil {
 		printLoadErrors(stderr, err)
 		return nil, false
@@ -153,15 +202,44 @@ func prepare(path string, sets []string, compileGates bool, stderr io.Writer) (*
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return nil, false
 	}
+	if baseline != nil {
+		env["baseline"] = baseline
+	}
 	set, problems := gates.Compile(gateSpecs(sc), env)
 	if len(problems) > 0 {
 		for _, pr := range problems {
-			fmt.Fprintln(stderr, pr.Error())
+			msg := pr.Error()
+			if baseline == nil && strings.Contains(msg, "unknown name baseline") {
+				msg += "\n(gates read baseline only when run with --baseline OLD.json)"
+			}
+			fmt.Fprintln(stderr, msg)
 		}
 		return nil, false
 	}
 	p.gates = set
 	return p, true
+}
+
+// loadBaseline reads a baseline report and checks, before anything is
+// sent, that it comes from the same scenario and host hardware.
+func loadBaseline(path string, sc *scenarios.Scenario, allowAny bool) (*report.Report, map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--baseline: %w", err)
+	}
+	base, err := compare.Decode(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--baseline %s: %w (give a report written by tollgate run --json-out)", path, err)
+	}
+	if err := compare.Comparable(base, engine.New(sc, engine.Options{}), allowAny); err != nil {
+		return nil, nil, fmt.Errorf("--baseline %s: %w", path, err)
+	}
+	env, err := gates.Env(base, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	delete(env, "vars")
+	return base, env, nil
 }
 
 func printLoadErrors(w io.Writer, err error) {
@@ -205,13 +283,37 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return ExitInvalid
 	}
 	path := fs.Arg(0)
-	p, ok := prepare(path, o.sets, !o.noGate, stderr)
+	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile}
+	var base *report.Report
+	var baseEnv map[string]any
+	if o.baseline != "" {
+		// The scenario is loaded once without gates to learn its identity.
+		pre, ok := prepare(path, lo, false, nil, stderr)
+		if !ok {
+			return ExitInvalid
+		}
+		var err error
+		if base, baseEnv, err = loadBaseline(o.baseline, pre.sc, o.baselineAny); err != nil {
+			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+			return ExitInvalid
+		}
+	}
+	p, ok := prepare(path, lo, !o.noGate, baseEnv, stderr)
 	if !ok {
 		return ExitInvalid
 	}
-	if o.jsonOut != "" {
-		if err := report.CheckWritable(o.jsonOut); err != nil {
-			fmt.Fprintf(stderr, "tollgate run: --json-out: %v\n", err)
+	// Every output path is checked before anything is sent: an hour of
+	// measurements must never be lost to a typo in a path.
+	outputs := []struct{ flag, path string }{
+		{"--json-out", o.jsonOut}, {"--html", o.html}, {"--junit", o.junit},
+		{"--markdown", o.markdown}, {"--csv", o.csv}, {"--samples-out", o.samplesOut},
+	}
+	for _, out := range outputs {
+		if out.path == "" {
+			continue
+		}
+		if err := report.CheckWritable(out.path); err != nil {
+			fmt.Fprintf(stderr, "tollgate run: %s: %v\n", out.flag, err)
 			return ExitInvalid
 		}
 	}
@@ -236,6 +338,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
+	// GitHub workflow commands are for the runner, not the reader: they go
+	// out even with --quiet.
+	ciStdout := stdout
 	if o.quiet {
 		stdout = io.Discard
 	}
@@ -273,8 +378,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 			return ExitNotJudged
 		}
+		if baseEnv != nil {
+			env["baseline"] = baseEnv
+		}
 		rep.Gates = p.gates.Evaluate(env)
 		rep.Status, code = verdict(rep.Gates)
+		if base != nil {
+			// Models are known only now: a baseline of another model is
+			// refused here, after the run, as a run that cannot be judged.
+			if err := compare.Comparable(base, rep, o.baselineAny); err != nil {
+				fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
+				rep.Status, code = report.StatusError, ExitNotJudged
+			}
+		}
 	}
 	if runErr != nil && !interrupted {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", runErr)
@@ -297,6 +413,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return ExitNotJudged
 		}
 	}
+	if err := writeOutputs(o, rep, base, path, ciStdout); err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		if code == ExitPass {
+			code = ExitNotJudged
+		}
+	}
 	if err := report.Summary(stdout, rep); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
 		if code == ExitPass {
@@ -307,6 +429,65 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "report: %s\n", o.jsonOut)
 	}
 	return code
+}
+
+// writeOutputs writes the optional outputs, each atomically, plus the GitHub
+// Actions step summary and annotations when running there.
+func writeOutputs(o *runOptions, rep, base *report.Report, scenarioFile string, stdout io.Writer) error {
+	render := func(fn func(io.Writer) error) ([]byte, error) {
+		var b bytes.Buffer
+		err := fn(&b)
+		return b.Bytes(), err
+	}
+	writers := []struct {
+		flag, path string
+		fn         func(io.Writer) error
+	}{
+		{"--html", o.html, func(w io.Writer) error { return html.Write(w, rep, base) }},
+		{"--junit", o.junit, func(w io.Writer) error { return ciout.JUnit(w, rep) }},
+		{"--markdown", o.markdown, func(w io.Writer) error { return ciout.Markdown(w, rep) }},
+		{"--csv", o.csv, func(w io.Writer) error { return ciout.CSV(w, rep) }},
+	}
+	var errs []error
+	for _, wr := range writers {
+		if wr.path == "" {
+			continue
+		}
+		b, err := render(wr.fn)
+		if err == nil {
+			err = report.WriteFile(wr.path, b)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", wr.flag, err))
+		}
+	}
+	if summary := os.Getenv("GITHUB_STEP_SUMMARY"); summary != "" {
+		b, err := render(func(w io.Writer) error { return ciout.Markdown(w, rep) })
+		if err == nil {
+			err = appendFile(summary, b)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("$GITHUB_STEP_SUMMARY: %w", err))
+		}
+	}
+	if os.Getenv("GITHUB_ACTIONS") == "true" {
+		if err := ciout.GitHubAnnotations(stdout, rep, scenarioFile); err != nil {
+			errs = append(errs, fmt.Errorf("annotations: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func appendFile(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // verdict folds gate results into the report status and the exit code. A
@@ -362,7 +543,7 @@ func signalContext(stderr io.Writer) (context.Context, func()) {
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	fs, sets := validateFlags(stderr)
+	fs, vo := validateFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return ExitPass
@@ -376,9 +557,16 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	code := ExitPass
 	for _, path := range fs.Args() {
-		p, ok := prepare(path, *sets, true, stderr)
+		p, ok := prepare(path, vo.load, true, nil, stderr)
 		if !ok {
 			code = ExitInvalid
+			continue
+		}
+		if vo.print {
+			if _, err := stdout.Write(p.sc.Printable()); err != nil {
+				fmt.Fprintf(stderr, "tollgate validate: %v\n", err)
+				return ExitNotJudged
+			}
 			continue
 		}
 		names := make([]string, 0, len(p.sc.Runs))

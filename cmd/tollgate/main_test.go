@@ -294,3 +294,95 @@ func TestServeThenRunAgainstIt(t *testing.T) {
 		t.Errorf("serve did not exit cleanly on SIGINT: %v", err)
 	}
 }
+
+func TestCIOutputsAndGitHub(t *testing.T) {
+	dir := t.TempDir()
+	summary := filepath.Join(dir, "step-summary.md")
+	if err := os.WriteFile(summary, []byte("previous step\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", example, "-q",
+		"--set", "vars.max_cached_p50_latency_ratio=0.5",
+		"--junit", filepath.Join(dir, "j.xml"), "--markdown", filepath.Join(dir, "m.md"),
+		"--csv", filepath.Join(dir, "c.csv"), "--html", filepath.Join(dir, "h.html"))
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY="+summary)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitGateFailed {
+		t.Fatalf("exit %v, want 1", err)
+	}
+	if !strings.Contains(string(out), "::error file=examples/route-session.yaml,title=cached decode p50 latency beats stateless::") {
+		t.Errorf("no annotation for the failed gate in:\n%s", out)
+	}
+	for name, want := range map[string]string{
+		"j.xml":           `<failure`,
+		"m.md":            "FAIL",
+		"c.csv":           "kind,run,phase",
+		"h.html":          "<svg",
+		"step-summary.md": "previous step\n## tollgate: route-session",
+	} {
+		path := filepath.Join(dir, name)
+		if name == "step-summary.md" {
+			path = summary
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %v, want it to contain %q", name, err, want)
+		}
+	}
+}
+
+func TestBaselineGates(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.json")
+	if r := tollgate(t, "run", example, "-q", "--json-out", base); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	gate := `gates=[{name: no slower than the baseline, expr: "all(values(runs), .phases.decode.seam_latency_ms.p50 <= 1.1 * baseline.runs[.name].phases.decode.seam_latency_ms.p50)"}]`
+	notReport := filepath.Join(dir, "other.json")
+	_ = os.WriteFile(notReport, []byte(`{"schema_version": 1, "tool": {"name": "other"}}`), 0o644)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{name: "a changed gate keeps the baseline comparable", args: []string{"--baseline", base, "--set", gate}, code: 0},
+		{name: "slower than the baseline fails", args: []string{"--baseline", base, "--set", gate, "--set", "targets.route.costs.transport_ms={direct: 0.5, relay: 0.8}", "--baseline-any"}, code: ExitGateFailed},
+		{name: "another scenario is refused", args: []string{"--baseline", base, "--set", "targets.route.activation_bytes=8192"}, code: ExitInvalid, stderr: "scenario sha256"},
+		{name: "not a report", args: []string{"--baseline", notReport}, code: ExitInvalid, stderr: "not a tollgate report"},
+		{name: "baseline without the flag", args: []string{"--set", gate}, code: ExitInvalid, stderr: "gates read baseline only when run with --baseline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tollgate(t, append([]string{"run", example, "-q"}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+				t.Fatalf("exit %d (want %d)\n%s%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func TestCompareAndReportCommands(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	tollgate(t, "run", example, "-q", "--json-out", a)
+	tollgate(t, "run", example, "-q", "--json-out", b, "--set", "targets.route.costs.transport_ms={direct: 0.5, relay: 0.8}")
+	if r := tollgate(t, "compare", a, b, "--baseline-any", "--fail-on", "seam_latency_ms.p50:+5%"); r.code != ExitGateFailed || !strings.Contains(r.stdout, "regressions") {
+		t.Errorf("compare: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	page := filepath.Join(dir, "r.html")
+	if r := tollgate(t, "report", b, "--html", page, "--baseline", a); r.code != 0 {
+		t.Errorf("report: exit %d %s", r.code, r.stderr)
+	}
+	if st, err := os.Stat(page); err != nil || st.Size() < 10000 {
+		t.Errorf("report page: %v", err)
+	}
+}
+
+func TestValidatePrint(t *testing.T) {
+	r := tollgate(t, "validate", "--print", "--profile", "ci", "scenarios/testdata/include/team.yaml")
+	if r.code != 0 || !strings.Contains(r.stdout, "transport: relay") || strings.Contains(r.stdout, "profiles:") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -493,3 +493,11 @@ func example(order []string, scalar bool) string {
 	}
 	return hint + " (single-valued ones take .value)"
 }
+
+// Comparable reports whether old may serve as a baseline for new: both
+// tollgate reports of the same schema version and, unless allowAny, the same
+// scenario (name and sha256), host hardware and, for runs present in both,
+// target kind and model. The error says exactly what differs.
+func Comparable(old, new *report.Report, allowAny bool) error {
+	return comparable(old, new, allowAny)
+}

@@ -1,0 +1,170 @@
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// tree parses a scenario file and resolves its include: list. Included
+// files are merged first, in order, then the including file over them: maps
+// merge deeply, lists and scalars are replaced, the later file wins. chain
+// is the include path so far, for cycle messages. It returns nil on errors.
+func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *yaml.Node {
+	e := d.errs
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		e.list = append(e.list, syntaxError(file, data, err))
+		return nil
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		e.add(Pos{File: file, Line: 1, Col: 1}, "the scenario is empty")
+		return nil
+	}
+	root := doc.Content[0]
+	if fileIdx > 0 {
+		markFile(root, fileIdx)
+	}
+	if root.Kind != yaml.MappingNode {
+		d.errorf(root, "a scenario is a mapping with name, targets, phases and gates; got %s", describe(root))
+		return nil
+	}
+	inc := removeKey(root, "include")
+	if inc == nil {
+		return root
+	}
+	var paths []*yaml.Node
+	switch inc.Kind {
+	case yaml.ScalarNode:
+		paths = []*yaml.Node{inc}
+	case yaml.SequenceNode:
+		paths = inc.Content
+	default:
+		d.errorf(inc, "include: expected a file name or a list of them, got %s", describe(inc))
+		return nil
+	}
+	var merged *yaml.Node
+	for _, pn := range paths {
+		if pn.Kind != yaml.ScalarNode || pn.Value == "" {
+			d.errorf(pn, "include: expected a file name, got %s", describe(pn))
+			continue
+		}
+		path := pn.Value
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(filepath.Dir(file), path)
+		}
+		path = filepath.Clean(path)
+		for i, c := range chain {
+			if sameFile(c, path) {
+				d.errorf(pn, "include cycle: %s → %s", strings.Join(chain[i:], " → "), path)
+				return nil
+			}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			d.errorf(pn, "include %q: cannot read %s: %v (paths are relative to the including file)", pn.Value, path, err)
+			continue
+		}
+		d.files = append(d.files, path)
+		sub := d.tree(path, b, len(d.files), append(append([]string{}, chain...), path))
+		if sub == nil {
+			continue
+		}
+		if merged == nil {
+			merged = sub
+		} else {
+			merge(merged, sub)
+		}
+	}
+	if merged == nil {
+		return root
+	}
+	merge(merged, root)
+	return merged
+}
+
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+func markFile(n *yaml.Node, idx int) {
+	n.Column |= idx << fileShift
+	for _, c := range n.Content {
+		markFile(c, idx)
+	}
+}
+
+// removeKey deletes key from a mapping and returns its value.
+func removeKey(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			v := m.Content[i+1]
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return resolveAlias(v)
+		}
+	}
+	return nil
+}
+
+// merge merges src over dst in place: mappings merge key by key (deeply),
+// anything else in src replaces what dst had.
+func merge(dst, src *yaml.Node) {
+	if dst.Kind != yaml.MappingNode || src.Kind != yaml.MappingNode {
+		*dst = *src
+		return
+	}
+	for i := 0; i+1 < len(src.Content); i += 2 {
+		k, v := src.Content[i], src.Content[i+1]
+		found := false
+		for j := 0; j+1 < len(dst.Content); j += 2 {
+			if dst.Content[j].Value == k.Value {
+				found = true
+				dv := dst.Content[j+1]
+				if dv.Kind == yaml.MappingNode && resolveAlias(v).Kind == yaml.MappingNode {
+					merge(dv, resolveAlias(v))
+				} else {
+					dst.Content[j+1] = v
+				}
+				break
+			}
+		}
+		if !found {
+			dst.Content = append(dst.Content, k, v)
+		}
+	}
+}
+
+// applyProfile merges profiles[name] over the scenario; the profiles key
+// itself never reaches the effective scenario.
+func applyProfile(d *decoder, root *yaml.Node, name string) {
+	profiles := removeKey(root, "profiles")
+	if name == "" {
+		return
+	}
+	if profiles == nil || profiles.Kind != yaml.MappingNode {
+		d.errs.add(Pos{File: d.file}, "--profile %s: the scenario has no profiles (add profiles: {%s: {...}})", name, name)
+		return
+	}
+	var names []string
+	for i := 0; i+1 < len(profiles.Content); i += 2 {
+		k, v := profiles.Content[i], resolveAlias(profiles.Content[i+1])
+		names = append(names, k.Value)
+		if k.Value != name {
+			continue
+		}
+		if v.Kind != yaml.MappingNode {
+			d.errorf(v, "profiles.%s: expected a mapping of scenario keys, got %s", name, describe(v))
+			return
+		}
+		merge(root, v)
+		return
+	}
+	d.errs.add(d.pos(profiles), "--profile %s: no such profile%s (profiles: %s)", name, suggest(name, names), strings.Join(names, ", "))
+}
