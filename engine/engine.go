@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/seam"
 	"github.com/tollgate-dev/tollgate/engine/serving"
+	"github.com/tollgate-dev/tollgate/engine/sim"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -31,6 +32,8 @@ type Options struct {
 	OnProgress func(serving.Progress)
 	// SampleSink, when set, receives every live request sample as it completes.
 	SampleSink func(run string, s report.RequestSample)
+	// Grace lets requests in flight finish after an interrupt (default 5s).
+	Grace time.Duration
 }
 
 // ErrRunFailed marks a report with at least one run that could not complete.
@@ -79,7 +82,10 @@ func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Opt
 			rr = &report.Run{Phases: map[string]*report.Phase{}}
 		}
 		decorate(rr, run)
-		if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			rr.Status, rr.Error = "incomplete", "interrupted; holds what was measured before the interrupt"
+		case err != nil:
 			rr.Status = "error"
 			rr.Error = err.Error()
 			failed = append(failed, fmt.Sprintf("%s: %v", run.Name, err))
@@ -101,7 +107,11 @@ func runOne(ctx context.Context, run *scenarios.Run, samples bool, opts Options)
 	case run.Target.Seam != nil:
 		return seam.Run(ctx, run, samples)
 	case run.Target.OpenAI != nil:
-		so := serving.Options{LookupEnv: opts.LookupEnv, Samples: samples, OnProgress: opts.OnProgress}
+		grace := opts.Grace
+		if grace == 0 {
+			grace = 5 * time.Second
+		}
+		so := serving.Options{LookupEnv: opts.LookupEnv, Samples: samples, OnProgress: opts.OnProgress, Grace: grace}
 		if opts.SampleSink != nil {
 			so.SampleSink = func(s report.RequestSample) { opts.SampleSink(run.Name, s) }
 		}
@@ -157,6 +167,15 @@ func Shape(sc *scenarios.Scenario) (*report.Report, error) {
 			// its shape is simply its result.
 			rr, err = seam.Run(context.Background(), run, sc.Samples)
 		case run.Target.OpenAI != nil:
+			if run.Target.Embedded() {
+				// The simulator validates its own config (faults included):
+				// a bad one is an invalid scenario, found before anything runs.
+				srv, err := sim.New(serving.SimConfig(run.Target.OpenAI.Sim))
+				if err != nil {
+					return nil, fmt.Errorf("%s: targets.%s.sim: %w", run.Target.Pos, run.Target.Name, err)
+				}
+				_ = srv.Close()
+			}
 			rr = serving.Shape(run, sc.Samples)
 		default:
 			err = fmt.Errorf("target kind %q has no driver", run.Target.Kind)

@@ -165,20 +165,23 @@ type Goodput struct {
 // ServingMetrics aggregates requests to a live target. Statistics are over
 // successful requests that produced the value; warmup requests never count.
 type ServingMetrics struct {
-	Requests          int          `json:"requests"`
-	Succeeded         int          `json:"succeeded"`
-	Errors            ErrorSummary `json:"errors"`
-	TTFBMS            Stat         `json:"ttfb_ms"`
-	TTFTMS            Stat         `json:"ttft_ms"`
-	E2EMS             Stat         `json:"e2e_ms"`
-	DecodeTokensPerS  Stat         `json:"decode_tokens_per_s"`
-	TPOTMS            Stat         `json:"tpot_ms"`
-	ITLMS             Stat         `json:"itl_ms"`
-	PrefillTokensPerS Stat         `json:"prefill_tokens_per_s"`
-	PromptTokens      Stat         `json:"prompt_tokens"`
-	CompletionTokens  Stat         `json:"completion_tokens"`
-	CachedTokens      Stat         `json:"cached_tokens"`
-	SSETokenEvents    Stat         `json:"sse_token_events"`
+	Requests  int          `json:"requests"`
+	Succeeded int          `json:"succeeded"`
+	Errors    ErrorSummary `json:"errors"`
+	// Retries counts retried 429/503 attempts (target retries); only each
+	// request's last attempt is measured.
+	Retries           int  `json:"retries"`
+	TTFBMS            Stat `json:"ttfb_ms"`
+	TTFTMS            Stat `json:"ttft_ms"`
+	E2EMS             Stat `json:"e2e_ms"`
+	DecodeTokensPerS  Stat `json:"decode_tokens_per_s"`
+	TPOTMS            Stat `json:"tpot_ms"`
+	ITLMS             Stat `json:"itl_ms"`
+	PrefillTokensPerS Stat `json:"prefill_tokens_per_s"`
+	PromptTokens      Stat `json:"prompt_tokens"`
+	CompletionTokens  Stat `json:"completion_tokens"`
+	CachedTokens      Stat `json:"cached_tokens"`
+	SSETokenEvents    Stat `json:"sse_token_events"`
 	// TokenCountSource is usage, timings, sse_events, or mixed.
 	TokenCountSource string `json:"token_count_source,omitempty"`
 	// Warnings are findings that do not fail the run but change how to read it.

@@ -229,6 +229,23 @@ func checkOpenAI(e *errs, t *Target) {
 	if !t.Embedded() {
 		o.Sim = nil
 	}
+	if r := &o.Retries; o.Has("retries") {
+		if r.Max < 0 {
+			e.add(r.At("max"), "%s.retries.max: must not be negative, got %d", path, r.Max)
+		}
+		if r.Backoff.Duration == 0 {
+			r.Backoff.Duration = 100 * time.Millisecond
+		}
+		if r.MaxBackoff.Duration == 0 {
+			r.MaxBackoff.Duration = 10 * time.Second
+		}
+		if r.MaxBackoff.Duration < r.Backoff.Duration {
+			e.add(r.At("max_backoff"), "%s.retries.max_backoff: %s is below backoff %s", path, r.MaxBackoff.Duration, r.Backoff.Duration)
+		}
+	}
+	if o.MaxLineBytes < 0 {
+		e.add(o.At("max_line_bytes"), "%s.max_line_bytes: must be positive", path)
+	}
 	if o.CAFile != "" {
 		if _, err := os.Stat(o.CAFile); err != nil {
 			e.add(o.At("ca_file"), "%s.ca_file: %v", path, err)

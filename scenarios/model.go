@@ -186,6 +186,32 @@ type OpenAITarget struct {
 	Metrics *bool `yaml:"metrics" json:"metrics"`
 	// Sim configures the embedded simulator.
 	Sim *SimConfig `yaml:"sim" json:"sim,omitempty"`
+	// Retries retries 429 and 503 answers (off by default).
+	Retries Retries `yaml:"retries" json:"retries"`
+	// MaxLineBytes caps one SSE line, so memory stays bounded whatever the server sends.
+	MaxLineBytes Size `yaml:"max_line_bytes" json:"max_line_bytes,omitempty"`
+}
+
+// Retries of 429 and 503 answers: exponential backoff from Backoff, capped
+// at MaxBackoff, never shorter than the server's Retry-After. Retried
+// attempts are counted apart and never enter latency.
+type Retries struct {
+	Meta       `json:"-"`
+	Max        int      `yaml:"max" json:"max"`
+	Backoff    Duration `yaml:"backoff" json:"backoff"`
+	MaxBackoff Duration `yaml:"max_backoff" json:"max_backoff"`
+}
+
+// FaultSpec is a fault the embedded simulator injects (see engine/sim).
+type FaultSpec struct {
+	Meta            `json:"-"`
+	Kind            string   `yaml:"kind" json:"kind"`
+	Probability     float64  `yaml:"probability" json:"probability,omitempty"`
+	EveryNth        int      `yaml:"every_nth" json:"every_nth,omitempty"`
+	RetryAfter      Duration `yaml:"retry_after" json:"retry_after"`
+	Stall           Duration `yaml:"stall" json:"stall"`
+	TrickleInterval Duration `yaml:"trickle_interval" json:"trickle_interval"`
+	AfterTokens     int      `yaml:"after_tokens" json:"after_tokens,omitempty"`
 }
 
 // Timeouts of one request; zero means none (connect defaults to 10s).
@@ -213,6 +239,8 @@ type SimConfig struct {
 	MaxModelLen         int      `yaml:"max_model_len" json:"max_model_len,omitempty"`
 	DefaultMaxTokens    int      `yaml:"default_max_tokens" json:"default_max_tokens,omitempty"`
 	Seed                int64    `yaml:"seed" json:"seed,omitempty"`
+	// Faults are injected on demand, to test how the client and gates cope.
+	Faults []FaultSpec `yaml:"faults" json:"faults,omitempty"`
 }
 
 // IntList is one integer or a list of them (prompt_tokens: 512 or [512, 1024]).

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/schema"
 )
@@ -384,5 +385,116 @@ func TestValidatePrint(t *testing.T) {
 	r := tollgate(t, "validate", "--print", "--profile", "ci", "scenarios/testdata/include/team.yaml")
 	if r.code != 0 || !strings.Contains(r.stdout, "transport: relay") || strings.Contains(r.stdout, "profiles:") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// SIGINT stops sending, lets requests in flight finish, writes the partial
+// report marked incomplete, and exits 130.
+func TestInterruptWritesPartialReport(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.json")
+	junit := filepath.Join(dir, "junit.xml")
+	cmd := exec.Command(bin, "run", "examples/load-sweep.yaml", "-q", "--json-out", out, "--junit", junit,
+		"--set", "phases.load.duration=30s", "--set", "phases.load.requests=100000")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v to stop after SIGINT", d)
+	}
+	rep := readJSONReport(t, out)
+	if rep["status"] != "incomplete" || rep["incomplete"] != true {
+		t.Errorf("status %v incomplete %v", rep["status"], rep["incomplete"])
+	}
+	run := rep["runs"].(map[string]any)["server"].(map[string]any)
+	if run["status"] != "incomplete" {
+		t.Errorf("run status %v", run["status"])
+	}
+	load, _ := run["phases"].(map[string]any)["load"].(map[string]any)
+	if load == nil || load["requests"].(float64) < 1 {
+		t.Fatalf("the partial report lost what was measured: %v", load)
+	}
+	if n := load["errors"].(map[string]any)["count"].(float64); n != 0 {
+		t.Errorf("%v errors: requests cut by the interrupt must not count as server errors", n)
+	}
+	if _, err := os.Stat(junit); err != nil {
+		t.Errorf("other outputs must be written too: %v", err)
+	}
+}
+
+// A known secret, passed as an API key and a secret header, appears in no
+// output: summary, errors, report, HTML, JUnit, Markdown, CSV, samples,
+// validate --print.
+func TestSecretNeverLeaks(t *testing.T) {
+	const key, tenant = "sk-tollgate-test-0123456789abcdef", "tenant-secret-9876"
+	dir := t.TempDir()
+	scenario := filepath.Join(dir, "s.yaml")
+	src := `vars:
+  bad_model: nope
+targets:
+  s:
+    kind: embedded
+    model: ${vars.bad_model}
+    api_key_env: TOLLGATE_TEST_KEY
+    headers: {X-Tenant: ` + tenant + `, Authorization: "Bearer ` + key + `"}
+    secret_headers: [X-Tenant]
+    sim: {decode_step: 1ms}
+phases:
+  decode: {prompt: {text: hello}, max_tokens: 2, repeat: 2, max_error_rate: 1}
+gates:
+  - name: no errors
+    expr: runs.s.phases.decode.errors.count == 0
+`
+	if err := os.WriteFile(scenario, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, f := range []string{"r.json", "r.html", "j.xml", "m.md", "c.csv", "s.jsonl"} {
+		files[f] = filepath.Join(dir, f)
+	}
+	cmd := exec.Command(bin, "run", scenario, "--json-out", files["r.json"], "--html", files["r.html"], "--junit", files["j.xml"],
+		"--markdown", files["m.md"], "--csv", files["c.csv"], "--samples-out", files["s.jsonl"])
+	cmd.Env = append(os.Environ(), "TOLLGATE_TEST_KEY="+key, "GITHUB_ACTIONS=true")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitGateFailed {
+		t.Fatalf("want exit 1 (the unknown model fails every request), got %v\n%s", err, stderr.String())
+	}
+	outputs := map[string]string{"stdout": stdout.String(), "stderr": stderr.String()}
+	for name, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		outputs[name] = string(b)
+	}
+	pr := exec.Command(bin, "validate", "--print", scenario)
+	pr.Env = cmd.Env
+	b, _ := pr.CombinedOutput()
+	outputs["validate --print"] = string(b)
+	for name, text := range outputs {
+		for _, secret := range []string{key, tenant} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s leaks %q", name, secret)
+			}
+		}
+	}
+	if !strings.Contains(outputs["r.json"], "http_status") || !strings.Contains(outputs["validate --print"], "[REDACTED]") {
+		t.Error("the test did not exercise the error path or the redaction")
 	}
 }

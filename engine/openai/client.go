@@ -15,6 +15,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -237,7 +238,9 @@ type Error struct {
 	Class   ErrorClass `json:"class"`
 	Status  int        `json:"status,omitempty"`
 	Message string     `json:"message"`
-	cause   error
+	// RetryAfter is the server's Retry-After on an http_status error (0 when absent).
+	RetryAfter time.Duration `json:"-"`
+	cause      error
 }
 
 func (e *Error) Error() string { return "openai: " + string(e.Class) + ": " + e.Message }
@@ -438,6 +441,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (Result, error) {
 			msg += ": " + s
 		}
 		res.Err = c.fail(ClassHTTPStatus, resp.StatusCode, msg, nil)
+		res.Err.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return res, res.Err
 	}
 
@@ -589,4 +593,19 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 		}
 	}
 	return res, nil
+}
+
+// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

@@ -22,6 +22,7 @@ type aggregator struct {
 	byClass                                     map[string]int
 	examples                                    []report.RequestError
 	errCount                                    int
+	retries                                     int
 }
 
 // errorClasses are every class a request can fail with; by_class lists all
@@ -106,6 +107,7 @@ func (a *aggregator) metrics() *report.ServingMetrics {
 		CachedTokens:      report.StatFrom(a.cached),
 		SSETokenEvents:    report.StatFrom(a.events),
 		Warnings:          []string{},
+		Retries:           a.retries,
 	}
 	if a.requests > 0 {
 		m.Errors.Rate = report.F(float64(a.errCount) / float64(a.requests))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -165,5 +166,41 @@ phases:
 	}
 	if r.Phases["load"].Samples != nil {
 		t.Error("a load phase must not keep samples in memory")
+	}
+}
+
+// A run, faults and interrupts included, leaves no goroutine behind.
+func TestNoGoroutineLeftBehind(t *testing.T) {
+	before := runtime.NumGoroutine()
+	sc := parse(t, `
+targets:
+  e:
+    kind: embedded
+    retries: {max: 1, backoff: 1ms}
+    sim:
+      decode_step: 1ms
+      faults:
+        - {kind: http_503, every_nth: 4, retry_after: 0s}
+        - {kind: reset_mid_stream, every_nth: 7}
+phases:
+  decode: {prompt: {text: hi}, max_tokens: 4, repeat: 6, max_error_rate: 1}
+  load: {concurrency: 8, requests: 40, max_tokens: 4, prompt: {text: hi}, max_error_rate: 1}
+`, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := Run(ctx, sc.Runs[0], Options{Grace: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupted half way through a load phase.
+	ictx, icancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, icancel)
+	_, _ = Run(ictx, sc.Runs[0], Options{Grace: 100 * time.Millisecond})
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after the runs, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }

@@ -118,6 +118,9 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 			maxRate = *p.MaxErrorRate
 		}
 		pctx, cancel := context.WithCancel(ctx)
+		// Jobs run on the grace context, so an interrupt stops sending at
+		// once but lets requests in flight finish; the error budget stops both.
+		jobCtx, cancelJobs := context.WithCancel(r.hard)
 		var stopErr error
 		var stopOnce sync.Once
 		var inflight int64
@@ -133,22 +136,27 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 			}
 			return pr
 		})
-		res := load.Execute(pctx, plan, func(jctx context.Context, i int, scheduled, sent time.Time) {
+		res := load.Execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
+			jctx := jobCtx
 			idx := base + i
 			req := prompts(idx)
 			st.mu.Lock()
 			inflight++
 			st.mu.Unlock()
-			out, _ := r.client.Stream(jctx, req)
+			out, retries := r.stream(jctx, req)
 			end := time.Now()
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			inflight--
 			done++
-			if out.Err != nil && out.Err.Class == openai.ClassCanceled && pctx.Err() != nil {
+			if out.Err != nil && out.Err.Class == openai.ClassCanceled && jobCtx.Err() != nil {
 				return // stopped by us or the user: not the server's error
 			}
 			name := requestName(p.Name, label, i)
+			st.agg.retries += retries
+			allMu.Lock()
+			all.retries += retries
+			allMu.Unlock()
 			st.agg.add(out, name)
 			allMu.Lock()
 			all.add(out, name)
@@ -183,10 +191,12 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 				stopOnce.Do(func() {
 					stopErr = fmt.Errorf("%w: %s: %d of %d requests failed, over max_error_rate %g (last: %v)", ErrPhase, label, st.agg.errCount, st.agg.requests, maxRate, out.Err)
 					cancel()
+					cancelJobs()
 				})
 			}
 		})
 		cancel()
+		cancelJobs()
 		tick()
 		next += res.Sent
 

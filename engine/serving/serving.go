@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/openai"
@@ -34,6 +35,9 @@ type Options struct {
 	Progress func(phase string, done, total int)
 	// OnProgress, when set, gets a live view of load phases a few times a second.
 	OnProgress func(Progress)
+	// Grace is how long requests in flight may finish after ctx ends (an
+	// interrupt): sending stops at once, measuring a little later.
+	Grace time.Duration
 	// SampleSink, when set, receives every request sample as it completes
 	// (from any goroutine, serialised per phase point); load phases never keep
 	// samples in memory.
@@ -53,7 +57,17 @@ func SimConfig(s *scenarios.SimConfig) sim.Config {
 		DecodeStep: s.DecodeStep.Duration, DecodeStepPerSeq: s.DecodeStepPerSeq.Duration,
 		MaxRunningSeqs: s.MaxRunningSeqs, CacheCapacityTokens: s.CacheCapacityTokens, BlockTokens: s.BlockTokens,
 		DisablePrefixCache: s.DisablePrefixCache, MaxModelLen: s.MaxModelLen, DefaultMaxTokens: s.DefaultMaxTokens, Seed: s.Seed,
+		Faults: simFaults(s.Faults),
 	}
+}
+
+func simFaults(fs []scenarios.FaultSpec) []sim.Fault {
+	out := make([]sim.Fault, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, sim.Fault{Kind: f.Kind, Probability: f.Probability, EveryNth: f.EveryNth,
+			RetryAfter: f.RetryAfter.Duration, Stall: f.Stall.Duration, TrickleInterval: f.TrickleInterval.Duration, AfterTokens: f.AfterTokens})
+	}
+	return out
 }
 
 // runner holds one run's client and state.
@@ -66,6 +80,9 @@ type runner struct {
 	salt    int64
 	out     *report.Run
 	metrics bool
+	// hard ends Grace after the run's context: requests use it, so those
+	// in flight at an interrupt may still finish and be measured.
+	hard context.Context
 	// warnings collects the current phase's findings before its metrics exist.
 	warnings []string
 }
@@ -84,7 +101,9 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 			return out, fmt.Errorf("embedded simulator: %w", err)
 		}
 		defer srv.Close()
-		baseURL, err = srv.Start(ctx, "127.0.0.1:0")
+		// The simulator outlives an interrupt until Run returns, so requests
+		// in flight get their grace period (defer Close ends it).
+		baseURL, err = srv.Start(context.WithoutCancel(ctx), "127.0.0.1:0")
 		if err != nil {
 			return out, fmt.Errorf("embedded simulator: %w", err)
 		}
@@ -123,13 +142,16 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		BaseURL: baseURL, APIKey: apiKey, Headers: cfg.Headers, ExtraBody: cfg.Body,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
 		IdleTimeout: cfg.Timeouts.Idle.Duration, TotalTimeout: cfg.Timeouts.Total.Duration,
-		CAFile: cfg.CAFile, MaxConns: poolSize(run.Phases),
+		CAFile: cfg.CAFile, MaxConns: poolSize(run.Phases), MaxLineBytes: int(cfg.MaxLineBytes),
 	})
 	if err != nil {
 		return out, err
 	}
 	defer client.Close()
 	r := &runner{run: run, cfg: cfg, client: client, opts: opts, salt: salt, out: out, metrics: *cfg.Metrics}
+	hard, cancelHard := afterGrace(ctx, opts.Grace)
+	defer cancelHard()
+	r.hard = hard
 
 	readyStart := time.Now()
 	if err := client.WaitReady(ctx, readyStart.Add(cfg.ReadyTimeout.Duration)); err != nil {
@@ -374,7 +396,8 @@ func (r *runner) execute(ctx context.Context, p *scenarios.Phase, ph *report.Pha
 			break
 		}
 		startMS := float64(time.Since(phaseStart).Microseconds()) / 1000
-		res, _ := r.client.Stream(ctx, pl.req)
+		res, retries := r.stream(r.hard, pl.req)
+		all.retries += retries
 		if res.Err != nil && res.Err.Class == openai.ClassCanceled && ctx.Err() != nil {
 			stopErr = ctx.Err()
 			break
@@ -513,4 +536,50 @@ func poolSize(phases []*scenarios.Phase) int {
 		}
 	}
 	return n
+}
+
+// stream sends a request, retrying 429 and 503 answers when the target
+// allows it. Only the last attempt is measured: a retried attempt's time
+// is never mixed into latency; the number of retries is returned apart.
+func (r *runner) stream(ctx context.Context, req openai.Request) (openai.Result, int) {
+	rt := r.cfg.Retries
+	backoff := rt.Backoff.Duration
+	for attempt := 0; ; attempt++ {
+		res, _ := r.client.Stream(ctx, req)
+		e := res.Err
+		if e == nil || attempt >= rt.Max || e.Class != openai.ClassHTTPStatus || (e.Status != 429 && e.Status != 503) {
+			return res, attempt
+		}
+		wait := max(backoff, e.RetryAfter) // never sooner than the server asked
+		backoff = min(backoff*2, rt.MaxBackoff.Duration)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return res, attempt
+		}
+	}
+}
+
+// afterGrace returns a context that ends grace after ctx does (or when the
+// returned cancel is called).
+func afterGrace(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	hard, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	var timer *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		timer = time.AfterFunc(grace, cancel)
+		mu.Unlock()
+	})
+	return hard, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }
