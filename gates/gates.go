@@ -113,7 +113,8 @@ func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 			continue
 		}
 		if _, err := expr.Run(prog, env); err != nil && len(rec.missing) > 0 {
-			problems = append(problems, Problem{Where: s.Pos.at(1, 0), Gate: s.Name, Msg: rec.missing[0]})
+			line, col := locate(s.Expr, rec.missingKey[0])
+			problems = append(problems, Problem{Where: s.Pos.at(line, col), Gate: s.Name, Msg: rec.missing[0]})
 			continue
 		}
 		set.Gates = append(set.Gates, &Gate{Spec: s, prog: prog})
@@ -240,9 +241,49 @@ func show(v any) string {
 
 // recorder collects what one evaluation saw: comparisons and missing keys.
 type recorder struct {
-	obs     []report.Observation
-	missing []string
-	total   int
+	obs        []report.Observation
+	missing    []string
+	missingKey []string
+	total      int
+}
+
+// locate finds where key is written in expr (as .key or ["key"]), as a
+// 1-based line and 0-based column, so an error points at the misspelling;
+// a key built at run time is not written anywhere and gives the start.
+func locate(expr, key string) (int, int) {
+	best := -1
+	for _, form := range []string{"." + key, `["` + key + `"]`, `['` + key + `']`} {
+		i := strings.Index(expr, form)
+		for i >= 0 {
+			end := i + len(form)
+			// .rout must not match inside .route
+			if form[0] != '.' || end == len(expr) || !isIdentByte(expr[end]) {
+				break
+			}
+			next := strings.Index(expr[end:], form)
+			if next < 0 {
+				i = -1
+				break
+			}
+			i = end + next
+		}
+		if i >= 0 && (best < 0 || i < best) {
+			best = i
+			if form[0] == '.' {
+				best = i + 1
+			}
+		}
+	}
+	if best < 0 {
+		return 1, 0
+	}
+	line := 1 + strings.Count(expr[:best], "\n")
+	col := best - (strings.LastIndex(expr[:best], "\n") + 1)
+	return line, col
+}
+
+func isIdentByte(b byte) bool {
+	return b == '_' || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9')
 }
 
 // observations keeps failed comparisons first, then passed ones, capped.
@@ -385,6 +426,7 @@ func (r *recorder) get(obj, key any, optional bool, parent string) (any, error) 
 		}
 		msg := missingMessage(parent, k, o)
 		r.missing = append(r.missing, msg)
+		r.missingKey = append(r.missingKey, k)
 		return nil, fmt.Errorf("%s", msg)
 	case nil:
 		if optional {

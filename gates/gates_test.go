@@ -88,7 +88,7 @@ func TestCompileProblems(t *testing.T) {
 		name, expr, where, msg string
 		pos                    Position
 	}{
-		{name: "misspelt run", expr: `runs["direct/cahced"].phases.decode.seam_latency_ms.p50 < 2`, msg: `runs has no "direct/cahced" (did you mean "direct/cached"?)`, where: "s.yaml:10:11"},
+		{name: "misspelt run", expr: `runs["direct/cahced"].phases.decode.seam_latency_ms.p50 < 2`, msg: `runs has no "direct/cahced" (did you mean "direct/cached"?)`, where: "s.yaml:10:15"},
 		{name: "misspelt metric", expr: `runs["direct/cached"].phases.decode.seam_latency.p50 < 2`, msg: `runs["direct/cached"].phases.decode has no "seam_latency" (did you mean "seam_latency_ms"?)`},
 		{name: "misspelt phase", expr: `runs["direct/cached"].phases.decod.seam_latency_ms.p50 < 2`, msg: `has no "decod" (did you mean "decode"?)`},
 		{name: "unknown name", expr: `rusn["x"] < 2`, msg: "unknown name rusn"},

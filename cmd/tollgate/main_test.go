@@ -498,3 +498,29 @@ gates:
 		t.Error("the test did not exercise the error path or the redaction")
 	}
 }
+
+// Gates that cannot work are load errors with the position inside the
+// expression: every file in testdata/bad-gates says where with "# want:".
+func TestBadGatesCorpus(t *testing.T) {
+	files, _ := filepath.Glob("testdata/bad-gates/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no corpus")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(string(data), "\n")
+			want := strings.TrimPrefix(first, "# want: ")
+			var stdout, stderr bytes.Buffer
+			if code := Main([]string{"validate", f}, &stdout, &stderr); code != ExitInvalid {
+				t.Fatalf("exit %d, want 2\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), f+":"+want) {
+				t.Errorf("stderr:\n%s\nwant:\n%s:%s", stderr.String(), f, want)
+			}
+		})
+	}
+}
