@@ -398,7 +398,13 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 	env["pct"] = pct
 	env["samples"] = samples
 	env["distinct"] = distinct
-	env["within"] = within
+	env["within"] = func(a, b, tol any) (bool, error) {
+		ok, err := within(a, b, tol)
+		if err == nil {
+			rec.add(report.Observation{Expr: fmt.Sprintf("within(%s, %s, %s)", show(a), show(b), show(tol)), Op: "within", Left: a, Right: b, Result: ok})
+		}
+		return ok, err
+	}
 	return env
 }
 
@@ -574,7 +580,7 @@ func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
 	case "!=":
 		res = !equal(a, b)
 	}
-	r.add(report.Observation{Expr: src, Op: op, Left: a, Right: b, Result: res})
+	r.add(report.Observation{Expr: src, Op: op, Left: compact(a), Right: compact(b), Result: res})
 	return res, nil
 }
 
@@ -610,6 +616,25 @@ func normalizeNumbers(v any) any {
 			out[k] = normalizeNumbers(e)
 		}
 		return out
+	}
+	return v
+}
+
+// compact keeps an observation readable: a run or a long list compared
+// with == is summarised rather than copied whole into the report.
+func compact(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return fmt.Sprintf("{object with %d keys}", len(x))
+	case []any:
+		if len(x) > 8 {
+			return fmt.Sprintf("[list of %d]", len(x))
+		}
+		for _, e := range x {
+			if _, ok := e.(map[string]any); ok {
+				return fmt.Sprintf("[list of %d objects]", len(x))
+			}
+		}
 	}
 	return v
 }

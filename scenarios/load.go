@@ -117,7 +117,9 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	}
 	for _, name := range in.order {
 		var v any
-		if err := in.vars[name].Decode(&v); err == nil {
+		n := cloneNode(in.vars[name])
+		unescape(n) // the value gates see is the value the scenario used
+		if err := n.Decode(&v); err == nil {
 			sc.Vars[name] = v
 		}
 	}
@@ -431,4 +433,14 @@ func pathString(p []string) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// unescape turns the escape $${ into ${ in every string under n.
+func unescape(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode {
+		n.Value = strings.ReplaceAll(n.Value, "$${", "${")
+	}
+	for _, c := range n.Content {
+		unescape(c)
+	}
 }

@@ -144,7 +144,6 @@ func isObjectWithProperties(root, s map[string]any) bool {
 }
 
 func TestScenarioSchemaPropertiesHaveDescriptions(t *testing.T) {
-	t.Skip("pending schema fixes: 8 scenario properties lack a description (dist.distribution, openaiTarget.kind, seamTarget.kind, phase.sweep.concurrency, phase.sweep.rate, request.messages and its role, content); remove this skip once they are fixed")
 	root := decodeSchema(t, "scenario", Scenario())
 	var missing []string
 	props := properties(root)
@@ -160,7 +159,6 @@ func TestScenarioSchemaPropertiesHaveDescriptions(t *testing.T) {
 }
 
 func TestScenarioSchemaLeavesHaveExamples(t *testing.T) {
-	t.Skip("pending schema fixes: 8 scenario leaves lack examples (targets, phases, gates, dist.distribution, openaiTarget.kind, seamTarget.kind, request.messages role, content); remove this skip once they are fixed")
 	root := decodeSchema(t, "scenario", Scenario())
 	var missing []string
 	for _, p := range properties(root) {
@@ -187,7 +185,6 @@ var (
 )
 
 func TestReportSchemaMetricsHaveDescriptions(t *testing.T) {
-	t.Skip("pending schema fixes: 23 report metrics lack a description (stat count/mean/min/p50/p90/p95/p99/max, errors.count, goodput.good_requests, goodput.slo, calibration target_tokens, 11 requestSample metrics); remove this skip once they are fixed")
 	root := decodeSchema(t, "report", Report())
 	var missing []string
 	seen := 0

@@ -72,6 +72,10 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 				"small_suffix": {ServingMetrics: metrics(), Speedup: &f},
 			}
 		}
+		synthetic := p.Prompt.Text == "" && len(p.FilePrompts) == 0 && p.Kind != scenarios.PhaseRequests
+		if synthetic && (p.Prompt.Calibrate == nil || *p.Prompt.Calibrate) {
+			ph.Calibration = []report.CalibrationResult{{TargetTokens: 1, Tokens: 1, Words: 1, Method: "shape", Iterations: 1, Request: "shape"}}
+		}
 		if p.Kind != scenarios.PhaseWarmup && p.Kind != scenarios.PhaseLoad && samples {
 			ph.Samples = []report.RequestSample{sampleOf(fake, p.Name, "", 0, 0)}
 		}
