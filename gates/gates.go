@@ -11,6 +11,7 @@ package gates
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -189,8 +190,8 @@ func (g *Gate) evaluate(data map[string]any) (res report.GateResult) {
 		b, ok := v.(bool)
 		if !ok {
 			res.Status = report.StatusError
-			res.Value = v
-			res.Message = fmt.Sprintf("a gate must be true or false, but this one is %T %v", v, v)
+			res.Value = compact(jsonSafe(v))
+			res.Message = fmt.Sprintf("a gate must be true or false, but this one is %s", show(jsonSafe(v)))
 			return res
 		}
 		res.Value = b
@@ -401,7 +402,7 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 	env["within"] = func(a, b, tol any) (bool, error) {
 		ok, err := within(a, b, tol)
 		if err == nil {
-			rec.add(report.Observation{Expr: fmt.Sprintf("within(%s, %s, %s)", show(a), show(b), show(tol)), Op: "within", Left: a, Right: b, Result: ok})
+			rec.add(report.Observation{Expr: fmt.Sprintf("within(%s, %s, %s)", show(a), show(b), show(tol)), Op: "within", Left: jsonSafe(a), Right: jsonSafe(b), Result: ok})
 		}
 		return ok, err
 	}
@@ -566,6 +567,13 @@ func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
 	if (a == nil || b == nil) && op != "==" && op != "!=" {
 		return false, fmt.Errorf("%s: cannot compare %s %s %s", src, show(a), op, show(b))
 	}
+	// An infinity or NaN (a division by zero, an overflow) would make the
+	// comparison pass or fail by accident: it is an error instead.
+	for _, v := range []any{a, b} {
+		if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
+			return false, fmt.Errorf("%s: %s %s %s compares a non-finite number (a division by zero?)", src, show(a), op, show(b))
+		}
+	}
 	switch op {
 	case "<":
 		res = runtime.Less(a, b)
@@ -580,7 +588,7 @@ func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
 	case "!=":
 		res = !equal(a, b)
 	}
-	r.add(report.Observation{Expr: src, Op: op, Left: compact(a), Right: compact(b), Result: res})
+	r.add(report.Observation{Expr: src, Op: op, Left: compact(jsonSafe(a)), Right: compact(jsonSafe(b)), Result: res})
 	return res, nil
 }
 
@@ -634,6 +642,35 @@ func compact(v any) any {
 			if _, ok := e.(map[string]any); ok {
 				return fmt.Sprintf("[list of %d objects]", len(x))
 			}
+		}
+	}
+	return v
+}
+
+// jsonSafe replaces what JSON cannot carry (NaN, ±Inf, functions) with a
+// description, so a strange gate never keeps the report from being written.
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
+	case nil, bool, string, int, int64:
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSafe(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonSafe(e)
+		}
+		return out
+	default:
+		if _, err := json.Marshal(v); err != nil {
+			return fmt.Sprintf("%T", v)
 		}
 	}
 	return v

@@ -113,6 +113,13 @@ func check(d *decoder, doc *document) {
 	}
 	names := map[string]bool{}
 	for i, g := range doc.Gates {
+		if g == nil {
+			e.add(doc.At("gates"), "gates[%d]: expected a mapping {name, expr}, got null", i)
+			continue
+		}
+		if g.Keys == nil {
+			continue // not a mapping: the decoder said so at its position
+		}
 		if strings.TrimSpace(g.Name) == "" {
 			e.add(g.Pos, "gates[%d]: missing name", i)
 		} else if names[g.Name] {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -93,7 +94,8 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 
 	effective, err := yaml.Marshal(root)
 	if err != nil {
-		return nil, fmt.Errorf("scenarios: re-encoding %s: %w", file, err)
+		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot re-encode the effective scenario: %v", err)
+		return nil, e.err()
 	}
 	// The hash identifies what is measured: gates and descriptions are left
 	// out, so tightening a threshold keeps a baseline comparable.
@@ -102,7 +104,8 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	removeKey(measured, "description")
 	mb, err := yaml.Marshal(measured)
 	if err != nil {
-		return nil, fmt.Errorf("scenarios: re-encoding %s: %w", file, err)
+		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot re-encode the effective scenario: %v", err)
+		return nil, e.err()
 	}
 	sum := sha256.Sum256(mb)
 
@@ -162,6 +165,9 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	}
 	lines := strings.Split(string(data), "\n")
 	for _, g := range sc.Gates {
+		if g == nil {
+			continue
+		}
 		if g.ExprBlock && g.ExprPos.Line > 0 && g.ExprPos.Line < len(lines) {
 			text := lines[g.ExprPos.Line] // the line after the | or > indicator
 			g.ExprIndent = len(text) - len(strings.TrimLeft(text, " "))
@@ -219,6 +225,10 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 // as the file (so a misspelt field is still an error naming the flag).
 func applySet(d *decoder, root *yaml.Node, idx int, flag string) {
 	pos := Pos{Set: d.sets[idx]}
+	if !utf8.ValidString(flag) {
+		d.errs.add(pos, "not valid UTF-8")
+		return
+	}
 	path, value, ok := strings.Cut(flag, "=")
 	if !ok || path == "" {
 		d.errs.add(pos, "expected PATH=VALUE, e.g. --set targets.route.activation_bytes=8192")

@@ -494,6 +494,7 @@ type MatrixAxis struct {
 
 func (g *Gate) decodeNode(d *decoder, n *yaml.Node, path string) {
 	type plain Gate // drops this method so decoding does not recurse
+	g.Pos = d.pos(n)
 	d.decodeStruct(n, reflect.ValueOf((*plain)(g)).Elem(), path)
 	if en := mapValue(n, "expr"); en != nil {
 		g.ExprPos = d.pos(en)

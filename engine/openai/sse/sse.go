@@ -57,7 +57,8 @@ type Parser struct {
 	name  []byte // event-type buffer of the event being built
 	has   bool   // a data field was seen for the event being built
 	cr    bool   // last byte fed was CR: a leading LF in the next chunk ends nothing
-	begun bool   // any byte seen (BOM stripping applies to the very start only)
+	begun bool   // the start is decided (BOM stripping applies to the very start only)
+	bomN  int    // bytes of a BOM matched so far, when a read splits it
 
 	ev Event
 
@@ -79,7 +80,7 @@ func (p *Parser) Reset() {
 	p.line = p.line[:0]
 	p.data = p.data[:0]
 	p.name = p.name[:0]
-	p.has, p.cr, p.begun = false, false, false
+	p.has, p.cr, p.begun, p.bomN = false, false, false, 0
 	p.comments, p.events = 0, 0
 }
 
@@ -100,10 +101,23 @@ func (p *Parser) Feed(chunk []byte, at time.Duration, emit func(*Event) error) e
 		return nil
 	}
 	if !p.begun {
-		p.begun = true
-		if bytes.HasPrefix(chunk, bom) {
-			chunk = chunk[len(bom):]
+		// A BOM may arrive split across reads: match it byte by byte.
+		for len(chunk) > 0 && p.bomN < len(bom) {
+			if chunk[0] != bom[p.bomN] {
+				// Not a BOM after all: the bytes held back are data.
+				if p.bomN > 0 {
+					chunk = append(append([]byte{}, bom[:p.bomN]...), chunk...)
+				}
+				p.bomN = len(bom)
+				break
+			}
+			p.bomN++
+			chunk = chunk[1:]
 		}
+		if p.bomN < len(bom) {
+			return nil // a BOM prefix so far; wait for more
+		}
+		p.begun = true
 	}
 	if p.cr {
 		p.cr = false
