@@ -168,8 +168,9 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 			if end.After(st.lastEnd) {
 				st.lastEnd = end
 			}
+			// Time in flight counts for every request, failed ones included.
+			st.e2eSumMS += out.E2EMs
 			if out.Err == nil {
-				st.e2eSumMS += out.E2EMs
 				if out.PromptTokens != nil {
 					st.promptSum += float64(*out.PromptTokens)
 				}
