@@ -81,7 +81,7 @@ func writeGateDetail(w io.Writer, g GateResult) {
 			fmt.Fprintf(w, "        %s\n", g.Message)
 		}
 	default:
-		if o, headroom, ok := tightest(g.Observations); ok {
+		if o, headroom, ok := Tightest(g.Observations); ok {
 			fmt.Fprintf(w, "        tightest: %s %s %s (%.0f%% headroom)  ← %s\n", fmtVal(o.Left), o.Op, fmtVal(o.Right), headroom*100, shorten(o.Expr))
 		} else if n := len(g.Observations); n > 0 {
 			fmt.Fprintf(w, "        %d comparisons held\n", n)
@@ -89,10 +89,10 @@ func writeGateDetail(w io.Writer, g GateResult) {
 	}
 }
 
-// tightest finds the passed numeric ordering comparison with the least
+// Tightest finds the passed numeric ordering comparison with the least
 // relative headroom: the one closest to failing, which is what a reader
 // wants to know about a passing gate.
-func tightest(obs []Observation) (Observation, float64, bool) {
+func Tightest(obs []Observation) (Observation, float64, bool) {
 	best, bestH, found := Observation{}, 0.0, false
 	for _, o := range obs {
 		l, lok := toFloat(o.Left)

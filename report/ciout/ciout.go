@@ -11,49 +11,14 @@
 package ciout
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
 )
-
-// PhaseSamples returns the samples of a phase as typed slices, whichever way
-// the report was obtained: in-process a phase holds []report.RequestSample or
-// []report.SeamSample; decoded from JSON it holds []any of maps, which are
-// re-encoded and decoded by the run's target kind (seam → SeamSample,
-// anything else → RequestSample). A phase without samples gives two nil slices.
-func PhaseSamples(p *report.Phase, targetKind string) ([]report.RequestSample, []report.SeamSample, error) {
-	if p == nil || p.Samples == nil {
-		return nil, nil, nil
-	}
-	switch s := p.Samples.(type) {
-	case []report.RequestSample:
-		return s, nil, nil
-	case []report.SeamSample:
-		return nil, s, nil
-	}
-	raw, err := json.Marshal(p.Samples)
-	if err != nil {
-		return nil, nil, fmt.Errorf("re-encoding samples: %w", err)
-	}
-	if targetKind == "seam" {
-		var out []report.SeamSample
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return nil, nil, fmt.Errorf("decoding seam samples: %w", err)
-		}
-		return nil, out, nil
-	}
-	var out []report.RequestSample
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, nil, fmt.Errorf("decoding request samples: %w", err)
-	}
-	return out, nil, nil
-}
 
 // errWriter keeps the first write error so a writer can format freely and
 // report the failure once at the end.
@@ -232,45 +197,6 @@ func value(v any) string {
 		return fmt.Sprintf("{%d keys}", len(x))
 	}
 	return fmt.Sprintf("%v", v)
-}
-
-// tightest finds the passed ordering comparison with the least relative
-// headroom, as the summary shows for a passing gate.
-func tightest(obs []report.Observation) (report.Observation, float64, bool) {
-	best, bestH, found := report.Observation{}, 0.0, false
-	for _, o := range obs {
-		l, lok := num(o.Left)
-		r, rok := num(o.Right)
-		if !lok || !rok || !o.Result || o.Op == "==" || o.Op == "!=" {
-			continue
-		}
-		den := math.Max(math.Abs(l), math.Abs(r))
-		if den == 0 {
-			continue
-		}
-		h := math.Abs(r-l) / den
-		if !found || h < bestH {
-			best, bestH, found = o, h, true
-		}
-	}
-	return best, bestH, found
-}
-
-func num(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // opt formats an optional number, "-" when absent.

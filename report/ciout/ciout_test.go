@@ -376,7 +376,7 @@ func TestCSVHeaderLayout(t *testing.T) {
 
 func TestPhaseSamplesBadShape(t *testing.T) {
 	p := &report.Phase{Samples: []any{"not a sample"}}
-	if _, _, err := PhaseSamples(p, "embedded"); err == nil {
+	if _, _, err := report.PhaseSamples(p, "embedded"); err == nil {
 		t.Fatal("want an error for samples that are not objects")
 	}
 	if err := CSV(io.Discard, &report.Report{RunOrder: []string{"r"}, Runs: map[string]*report.Run{"r": {

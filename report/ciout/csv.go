@@ -56,7 +56,7 @@ func CSV(w io.Writer, r *report.Report) error {
 			continue
 		}
 		for _, pn := range phaseNames(run) {
-			reqs, seams, err := PhaseSamples(run.Phases[pn], run.Target.Kind)
+			reqs, seams, err := report.PhaseSamples(run.Phases[pn], run.Target.Kind)
 			if err != nil {
 				return fmt.Errorf("CSV: run %s, phase %s: %w", rn, pn, err)
 			}

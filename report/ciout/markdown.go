@@ -261,7 +261,7 @@ func deciding(g report.GateResult) string {
 	case report.StatusFail, report.StatusError:
 		return gateReason(g, 4)
 	}
-	if o, headroom, ok := tightest(g.Observations); ok {
+	if o, headroom, ok := report.Tightest(g.Observations); ok {
 		return fmt.Sprintf("tightest: %s %s %s (%.0f%% headroom)", value(o.Left), o.Op, value(o.Right), headroom*100)
 	}
 	if n := len(g.Observations); n > 0 {

@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -115,7 +114,7 @@ func (w *walker) run(rn string, run *report.Run) error {
 			if p == nil || p.SeamMetrics == nil {
 				continue
 			}
-			_, ss, err := phaseSamples(p, "seam")
+			_, ss, err := report.PhaseSamples(p, "seam")
 			if err != nil {
 				return fmt.Errorf("phase %s: %w", pn, err)
 			}
@@ -143,7 +142,7 @@ func (w *walker) run(rn string, run *report.Run) error {
 		if p == nil || p.ServingMetrics == nil || p.Kind == "warmup" {
 			continue
 		}
-		reqs, _, err := phaseSamples(p, run.Target.Kind)
+		reqs, _, err := report.PhaseSamples(p, run.Target.Kind)
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", pn, err)
 		}
@@ -242,36 +241,6 @@ func (w *walker) serving(path []string, m *report.ServingMetrics, reqs []report.
 		w.dist(join(path, d.name), d.stat, samples, note, false)
 	}
 	w.scalar(join(path, "errors", "rate"), m.Errors.Rate, false)
-}
-
-// phaseSamples decodes a phase's samples, typed in-process or []any after
-// JSON decoding (the same rule as ciout.PhaseSamples).
-func phaseSamples(p *report.Phase, targetKind string) ([]report.RequestSample, []report.SeamSample, error) {
-	if p == nil || p.Samples == nil {
-		return nil, nil, nil
-	}
-	switch s := p.Samples.(type) {
-	case []report.RequestSample:
-		return s, nil, nil
-	case []report.SeamSample:
-		return nil, s, nil
-	}
-	raw, err := json.Marshal(p.Samples)
-	if err != nil {
-		return nil, nil, fmt.Errorf("re-encoding samples: %w", err)
-	}
-	if targetKind == "seam" {
-		out := []report.SeamSample{}
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return nil, nil, fmt.Errorf("decoding seam samples: %w", err)
-		}
-		return nil, out, nil
-	}
-	out := []report.RequestSample{}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, nil, fmt.Errorf("decoding request samples: %w", err)
-	}
-	return out, nil, nil
 }
 
 func join(base []string, more ...string) []string {
