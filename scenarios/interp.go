@@ -105,7 +105,10 @@ func (in *interp) scalar(n *yaml.Node) {
 				if resolved != nil {
 					line, col := n.Line, n.Column
 					*n = *cloneNode(resolved)
-					if n.Kind == yaml.ScalarNode {
+					// A value from --var or --set keeps the flag as its
+					// position (the error then names what the user typed);
+					// a value from the file points at where it is used.
+					if n.Kind == yaml.ScalarNode && resolved.Line >= 0 {
 						n.Line, n.Column = line, col
 					}
 				} else if rep != nil {
