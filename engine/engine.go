@@ -140,7 +140,17 @@ func decorate(rr *report.Run, run *scenarios.Run) {
 			rr.Target.Kind = scenarios.KindEmbedded
 		}
 		rr.Target.Description = t.OpenAI.Description
-		rr.Target.Config = redactedConfig(t.OpenAI)
+		cfg := redactedConfig(t.OpenAI)
+		rr.Target.Config = cfg
+		if t.Embedded() {
+			// Report what the simulator really used, defaults included.
+			if eff, err := serving.EffectiveSim(t.OpenAI.Sim); err == nil {
+				rr.Target.Config = struct {
+					*scenarios.OpenAITarget
+					Sim map[string]any `json:"sim"`
+				}{cfg, eff}
+			}
+		}
 	}
 	if rr.Status == "" {
 		rr.Status = "ok"

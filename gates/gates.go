@@ -514,6 +514,9 @@ func missingMessage(parent, key string, m map[string]any) string {
 	if len(keys) == 0 {
 		list = "nothing"
 	}
+	if _, ok := m["points"]; ok && hint == "" {
+		hint = " (load metrics such as goodput and queue_ms are per point: .points[0]." + key + ")"
+	}
 	return fmt.Sprintf("%s has no %q%s; it has %s", parent, key, hint, list)
 }
 

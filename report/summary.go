@@ -14,10 +14,14 @@ import (
 func Summary(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
 	status := strings.ToUpper(r.Status)
-	if r.Incomplete {
-		status += " (incomplete)"
+	gates := plural(len(r.Gates), "gate")
+	switch r.Status {
+	case StatusIncomplete:
+		gates = "gates not judged (interrupted)"
+	case StatusNotGated:
+		gates = "gates not judged (--no-gate)"
 	}
-	fmt.Fprintf(ew, "%s — %d runs, %d gates: %s\n", r.Scenario.Name, len(r.RunOrder), len(r.Gates), status)
+	fmt.Fprintf(ew, "%s — %s, %s: %s\n", r.Scenario.Name, plural(len(r.RunOrder), "run"), gates, status)
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	seamHeader, liveHeader := false, false
@@ -82,9 +86,9 @@ func writeGateDetail(w io.Writer, g GateResult) {
 		}
 	default:
 		if o, headroom, ok := Tightest(g.Observations); ok {
-			fmt.Fprintf(w, "        tightest: %s %s %s (%.0f%% headroom)  ← %s\n", fmtVal(o.Left), o.Op, fmtVal(o.Right), headroom*100, shorten(o.Expr))
+			fmt.Fprintf(w, "        tightest: %s %s %s (%s headroom)  ← %s\n", fmtVal(o.Left), o.Op, fmtVal(o.Right), pctString(headroom*100), shorten(o.Expr))
 		} else if n := len(g.Observations); n > 0 {
-			fmt.Fprintf(w, "        %d comparisons held\n", n)
+			fmt.Fprintf(w, "        %s held\n", plural(n, "comparison"))
 		}
 	}
 }
@@ -148,7 +152,7 @@ func fmtVal(v any) string {
 
 func writeLiveRun(w io.Writer, name string, run *Run) {
 	t := run.Target
-	fmt.Fprintf(w, "%s: %s %s, model %s (%s)\n", name, t.Kind, t.BaseURL, t.Model, t.ModelSource)
+	fmt.Fprintf(w, "%s (%s at %s): model %s, %s\n", name, t.Kind, t.BaseURL, t.Model, t.ModelSource)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  phase\tok/n\tttft p50/p95 ms\ttpot p50 ms\tdecode tok/s p50\tprefill tok/s p50\te2e p50 ms\tcached p50\tspeedup")
 	row := func(label string, m *ServingMetrics, speedup *float64) {
@@ -301,4 +305,19 @@ func (e *errWriter) Write(p []byte) (int, error) {
 		e.err = err
 	}
 	return n, nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// pctString keeps small headrooms visible: 0.5% rather than 0%.
+func pctString(p float64) string {
+	if p < 10 {
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", p)
 }

@@ -205,9 +205,6 @@ func checkOpenAI(e *errs, t *Target) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			e.add(o.At("base_url"), "%s.base_url: %q is not an http(s)://host[:port] URL", path, o.BaseURL)
 		}
-		if o.Sim != nil {
-			e.add(o.At("sim"), "%s.sim: applies only to the embedded simulator (no base_url)", path)
-		}
 	}
 	if o.Endpoint == "" {
 		o.Endpoint = "chat"
@@ -234,6 +231,8 @@ func checkOpenAI(e *errs, t *Target) {
 		o.Sim = &SimConfig{}
 	}
 	if !t.Embedded() {
+		// sim applies only to the embedded simulator; a scenario may keep it
+		// and be pointed at a server with --set targets.NAME.base_url=...
 		o.Sim = nil
 	}
 	if r := &o.Retries; o.Has("retries") {

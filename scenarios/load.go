@@ -67,8 +67,8 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 			continue
 		}
 		if mapValue(root, "vars") == nil {
-			root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "vars", Line: -(i + 1)},
-				&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: -(i + 1)})
+			e.add(Pos{Set: "--var " + v}, "the scenario has no vars to set; declare it in the file (vars: {%s: ...})", name)
+			continue
 		}
 		applySet(d, root, i, "vars."+name+"="+value)
 	}
@@ -268,6 +268,12 @@ func applySet(d *decoder, root *yaml.Node, idx int, flag string) {
 				}
 			}
 			if next == nil {
+				if last && i == 1 && segs[0] == "vars" {
+					// A misspelt var would otherwise be set, never used, and
+					// the run would go on with the old value.
+					d.errs.add(pos, "the scenario has no var %q%s; vars are declared in the file (vars: {%s: ...})", seg, suggest(seg, keys), seg)
+					return
+				}
 				if last {
 					key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: -(idx + 1)}
 					cur.Content = append(cur.Content, key, newNode)

@@ -13,7 +13,7 @@ const Redacted = "[REDACTED]"
 var alwaysSecretHeaders = []string{"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
 
 // secretWords mark a var whose value is probably a secret.
-var secretWords = []string{"key", "token", "secret", "password", "passwd", "credential", "auth"}
+var secretWords = []string{"key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials", "auth"}
 
 // Printable returns the effective scenario (includes, profile, vars and
 // --set applied) as YAML, with the values of secret headers and of vars
@@ -26,7 +26,7 @@ func (sc *Scenario) Printable() []byte {
 	root := doc.Content[0]
 	if vars := mapValue(root, "vars"); vars != nil && vars.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(vars.Content); i += 2 {
-			if looksSecret(vars.Content[i].Value) && vars.Content[i+1].Kind == yaml.ScalarNode {
+			if v := vars.Content[i+1]; looksSecret(vars.Content[i].Value) && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
 				redact(vars.Content[i+1])
 			}
 		}
@@ -64,14 +64,18 @@ func redact(n *yaml.Node) {
 	n.Kind, n.Tag, n.Value, n.Style, n.Content = yaml.ScalarNode, "!!str", Redacted, 0, nil
 }
 
+// looksSecret matches whole words of a var name (api_key, auth-token), so
+// min_decode_tokens_per_s stays visible.
 func looksSecret(name string) bool {
 	l := strings.ToLower(name)
 	if strings.HasSuffix(l, "_env") {
 		return false // the name of a variable, not its value
 	}
-	for _, w := range secretWords {
-		if strings.Contains(l, w) {
-			return true
+	for _, part := range strings.FieldsFunc(l, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+		for _, w := range secretWords {
+			if part == w {
+				return true
+			}
 		}
 	}
 	return false

@@ -55,7 +55,7 @@ Exit codes:
   0  ran; every gate passed
   1  ran; at least one gate failed
   2  invalid invocation or scenario; nothing was sent
-  3  the run could not complete or be judged (target unreachable, a gate errored)
+  3  the run could not complete or be judged (target unreachable, a run failed, a gate errored)
   130 interrupted; a partial report was written and marked incomplete
 
 Run 'tollgate help run' for the flags of run.
@@ -106,6 +106,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 				fs, _ := reportFlags(stderr)
 				fmt.Fprintf(stdout, "%s%s", reportUsage, fs.FlagUsages())
 				return ExitPass
+			default:
+				fmt.Fprintf(stderr, "tollgate help: unknown command %q\n\n%s", args[1], usage)
+				return ExitInvalid
 			}
 		}
 		fmt.Fprint(stdout, usage)
@@ -425,8 +428,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			code = ExitNotJudged
 		}
 	}
-	if o.jsonOut != "" && !o.quiet {
-		fmt.Fprintf(stdout, "report: %s\n", o.jsonOut)
+	for _, out := range outputs {
+		if out.path != "" && out.flag != "--samples-out" {
+			fmt.Fprintf(stdout, "wrote %s (%s)\n", out.path, strings.TrimPrefix(out.flag, "--"))
+		}
 	}
 	return code
 }

@@ -52,9 +52,17 @@ func SimConfig(s *scenarios.SimConfig) sim.Config {
 	if s == nil {
 		return sim.Config{}
 	}
+	// The simulator reads 0 as "default"; a 0 written in the scenario means
+	// none, which the simulator spells as a nanosecond.
+	dur := func(key string, d scenarios.Duration) time.Duration {
+		if d.Duration == 0 && s.Has(key) {
+			return time.Nanosecond
+		}
+		return d.Duration
+	}
 	return sim.Config{
-		Model: s.Model, TTFTBase: s.TTFTBase.Duration, PrefillTokensPerS: s.PrefillTokensPerS,
-		DecodeStep: s.DecodeStep.Duration, DecodeStepPerSeq: s.DecodeStepPerSeq.Duration,
+		Model: s.Model, TTFTBase: dur("ttft_base", s.TTFTBase), PrefillTokensPerS: s.PrefillTokensPerS,
+		DecodeStep: dur("decode_step", s.DecodeStep), DecodeStepPerSeq: dur("decode_step_per_seq", s.DecodeStepPerSeq),
 		MaxRunningSeqs: s.MaxRunningSeqs, CacheCapacityTokens: s.CacheCapacityTokens, BlockTokens: s.BlockTokens,
 		DisablePrefixCache: s.DisablePrefixCache, MaxModelLen: s.MaxModelLen, DefaultMaxTokens: s.DefaultMaxTokens, Seed: s.Seed,
 		Faults: simFaults(s.Faults),
@@ -582,4 +590,26 @@ func afterGrace(ctx context.Context, grace time.Duration) (context.Context, cont
 		mu.Unlock()
 		cancel()
 	}
+}
+
+// EffectiveSim is the simulator configuration a run will use, defaults
+// filled in, for the report.
+func EffectiveSim(s *scenarios.SimConfig) (map[string]any, error) {
+	srv, err := sim.New(SimConfig(s))
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	c := srv.Config()
+	out := map[string]any{
+		"model": c.Model, "max_model_len": c.MaxModelLen, "ttft_base": c.TTFTBase.String(),
+		"prefill_tokens_per_s": c.PrefillTokensPerS, "decode_step": c.DecodeStep.String(),
+		"decode_step_per_seq": c.DecodeStepPerSeq.String(), "max_running_seqs": c.MaxRunningSeqs,
+		"cache_capacity_tokens": c.CacheCapacityTokens, "block_tokens": c.BlockTokens,
+		"disable_prefix_cache": c.DisablePrefixCache, "default_max_tokens": c.DefaultMaxTokens, "seed": c.Seed,
+	}
+	if s != nil && len(s.Faults) > 0 {
+		out["faults"] = s.Faults
+	}
+	return out, nil
 }
