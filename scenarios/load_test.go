@@ -210,6 +210,7 @@ func TestSet(t *testing.T) {
 		{name: "unknown field", sets: []string{"targets.route.cahce=cached"}, wantErr: `--set targets.route.cahce=cached: targets.route: unknown field "cahce" (did you mean "cache"?)`},
 		{name: "wrong type", sets: []string{"targets.route.activation_bytes=[1]"}, wantErr: `--set targets.route.activation_bytes=[1]: targets.route.activation_bytes: expected a size`},
 		{name: "no equals", sets: []string{"targets.route.cache"}, wantErr: "expected PATH=VALUE"},
+		{name: "misspelt var", sets: []string{"vars.moed=relay"}, wantErr: `--set vars.moed=relay: the scenario has no var "moed" (did you mean "mode"?)`},
 		{name: "index out of range", sets: []string{"gates.5.name=x"}, wantErr: `gates is a list of 1; "5" is not an index`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -375,6 +376,17 @@ func TestPrintableRedactsSecrets(t *testing.T) {
 	for _, visible := range []string{"OPENAI_API_KEY", "X-Session: visible", "plain: visible", "[REDACTED]"} {
 		if !strings.Contains(out, visible) {
 			t.Errorf("%q missing from:\n%s", visible, out)
+		}
+	}
+}
+
+func TestLooksSecret(t *testing.T) {
+	for name, want := range map[string]bool{
+		"api_key": true, "auth-token": true, "password": true, "apikey": true, "client_secret": true,
+		"api_key_env": false, "min_decode_tokens_per_s": false, "max_tokens": false, "keyboard": false, "session": false,
+	} {
+		if got := looksSecret(name); got != want {
+			t.Errorf("looksSecret(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
