@@ -246,6 +246,9 @@ type recorder struct {
 	missing    []string
 	missingKey []string
 	total      int
+	// touched lists the runs read since the last comparison, so an
+	// observation inside all(values(runs), …) says which run it is about.
+	touched []string
 }
 
 // locate finds where key is written in expr (as .key or ["key"]), as a
@@ -315,6 +318,24 @@ func (s *sources) of(n ast.Node) string {
 		return t
 	}
 	return pathOf(n)
+}
+
+// touch notes a run (a map with name and phases) that an access returned.
+func (r *recorder) touch(v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	name, ok := m["name"].(string)
+	if _, hasPhases := m["phases"]; !ok || !hasPhases {
+		return
+	}
+	for _, t := range r.touched {
+		if t == name {
+			return
+		}
+	}
+	r.touched = append(r.touched, name)
 }
 
 // strict is the AST patch described in the package comment.
@@ -418,8 +439,10 @@ func (r *recorder) get(obj, key any, optional bool, parent string) (any, error) 
 		if !ok {
 			return nil, fmt.Errorf("%s: keys are strings, got %T %v", src, key, key)
 		}
+		r.touch(o) // reading a field of a run (e.g. # in all(values(runs), …))
 		v, ok := o[k]
 		if ok {
+			r.touch(v)
 			return v, nil
 		}
 		// "*" marks an open map in the load-time shape (server metrics,
@@ -591,6 +614,11 @@ func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
 	case "!=":
 		res = !equal(a, b)
 	}
+	if len(r.touched) > 0 && !strings.HasPrefix(src, "runs[\"") && !strings.HasPrefix(src, "runs.") {
+		// The expression reaches runs through # or a helper: name them.
+		src = "[" + strings.Join(r.touched, ", ") + "] " + src
+	}
+	r.touched = r.touched[:0]
 	r.add(report.Observation{Expr: src, Op: op, Left: compact(jsonSafe(a)), Right: compact(jsonSafe(b)), Result: res})
 	return res, nil
 }

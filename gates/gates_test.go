@@ -42,6 +42,7 @@ func TestVerdicts(t *testing.T) {
 	}{
 		{name: "pass", expr: `runs["direct/cached"].phases.decode.seam_latency_ms.p50 <= 0.8 * runs["direct/stateless"].phases.decode.seam_latency_ms.p50`, status: "pass", obsLeft: 1.03545},
 		{name: "fail shows both sides", expr: `runs["relay/cached"].phases.decode.seam_latency_ms.p95 < 1.5`, status: "fail", msg: `runs["relay/cached"].phases.decode.seam_latency_ms.p95 < 1.5: 1.55545 < 1.5 is false`, obsLeft: 1.55545},
+		{name: "a failure names the run it is about", expr: `all(values(runs), .connections.attempts < 5)`, status: "fail", msg: "/stateless] .connections.attempts < 5: 5 < 5 is false"},
 		{name: "all over runs", expr: `all(["direct", "relay"], runs[# + "/cached"].connections.attempts == 1)`, status: "pass"},
 		{name: "run by params", expr: `run({transport: "relay", cache: "stateless"}).connections.attempts == 5`, status: "pass"},
 		{name: "ambiguous run params", expr: `run({cache: "cached"}).connections.attempts == 1`, status: "error", msg: "2 runs match (direct/cached, relay/cached)"},
