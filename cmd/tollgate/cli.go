@@ -436,40 +436,46 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// writeOutputs writes the optional outputs, each atomically, plus the GitHub
-// Actions step summary and annotations when running there.
-func writeOutputs(o *runOptions, rep, base *report.Report, scenarioFile string, stdout io.Writer) error {
-	render := func(fn func(io.Writer) error) ([]byte, error) {
-		var b bytes.Buffer
-		err := fn(&b)
-		return b.Bytes(), err
-	}
+// fileOutputs are the rendered files a run or a saved report can produce.
+type fileOutputs struct{ html, junit, markdown, csv string }
+
+// write renders each requested file and writes it atomically.
+func (f fileOutputs) write(rep, base *report.Report) error {
 	writers := []struct {
 		flag, path string
 		fn         func(io.Writer) error
 	}{
-		{"--html", o.html, func(w io.Writer) error { return html.Write(w, rep, base) }},
-		{"--junit", o.junit, func(w io.Writer) error { return ciout.JUnit(w, rep) }},
-		{"--markdown", o.markdown, func(w io.Writer) error { return ciout.Markdown(w, rep) }},
-		{"--csv", o.csv, func(w io.Writer) error { return ciout.CSV(w, rep) }},
+		{"--html", f.html, func(w io.Writer) error { return html.Write(w, rep, base) }},
+		{"--junit", f.junit, func(w io.Writer) error { return ciout.JUnit(w, rep) }},
+		{"--markdown", f.markdown, func(w io.Writer) error { return ciout.Markdown(w, rep) }},
+		{"--csv", f.csv, func(w io.Writer) error { return ciout.CSV(w, rep) }},
 	}
 	var errs []error
 	for _, wr := range writers {
 		if wr.path == "" {
 			continue
 		}
-		b, err := render(wr.fn)
+		var b bytes.Buffer
+		err := wr.fn(&b)
 		if err == nil {
-			err = report.WriteFile(wr.path, b)
+			err = report.WriteFile(wr.path, b.Bytes())
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", wr.flag, err))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// writeOutputs writes the optional outputs of a run, plus the GitHub Actions
+// step summary and annotations when running there.
+func writeOutputs(o *runOptions, rep, base *report.Report, scenarioFile string, stdout io.Writer) error {
+	errs := []error{fileOutputs{o.html, o.junit, o.markdown, o.csv}.write(rep, base)}
 	if summary := os.Getenv("GITHUB_STEP_SUMMARY"); summary != "" {
-		b, err := render(func(w io.Writer) error { return ciout.Markdown(w, rep) })
+		var b bytes.Buffer
+		err := ciout.Markdown(&b, rep)
 		if err == nil {
-			err = appendFile(summary, b)
+			err = appendFile(summary, b.Bytes())
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("$GITHUB_STEP_SUMMARY: %w", err))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,15 +10,15 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/html"
 )
 
-const reportUsage = "Usage: tollgate report REPORT.json --html PATH [--baseline OLD.json]\n\n" +
-	"Render a tollgate JSON report as one self-contained HTML page (charts, gates,\n" +
-	"target and host); with --baseline, set it against an older report.\n\nFlags:\n"
+const reportUsage = "Usage: tollgate report REPORT.json [--html PATH] [--junit PATH] [--markdown PATH] [--csv PATH] [--baseline OLD.json]\n\n" +
+	"Render a saved tollgate JSON report: one self-contained HTML page (charts, gates,\n" +
+	"target and host; with --baseline, set against an older report), JUnit,\n" +
+	"Markdown or CSV, exactly as tollgate run would have written them.\n\nFlags:\n"
 
 type reportOptions struct {
-	html     string
+	files    fileOutputs
 	baseline string
 }
 
@@ -27,7 +26,10 @@ func reportFlags(stderr io.Writer) (*pflag.FlagSet, *reportOptions) {
 	o := &reportOptions{}
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.html, "html", "", "write the HTML page to `PATH` (atomically)")
+	fs.StringVar(&o.files.html, "html", "", "write the HTML page to `PATH` (atomically)")
+	fs.StringVar(&o.files.junit, "junit", "", "write JUnit XML to `PATH`")
+	fs.StringVar(&o.files.markdown, "markdown", "", "write the Markdown summary to `PATH`")
+	fs.StringVar(&o.files.csv, "csv", "", "write the samples as CSV to `PATH`")
 	fs.StringVar(&o.baseline, "baseline", "", "compare with an older report `OLD.json`: deltas and old-vs-new overlays")
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", reportUsage, fs.FlagUsages()) }
 	return fs, o
@@ -49,12 +51,20 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate report: expected one REPORT.json, got %d arguments\n%s%s", fs.NArg(), reportUsage, fs.FlagUsages())
 		return ExitInvalid
 	}
-	if o.html == "" {
-		fmt.Fprintf(stderr, "tollgate report: nothing to write: give --html PATH\n")
-		return ExitInvalid
+	paths := map[string]string{"--html": o.files.html, "--junit": o.files.junit, "--markdown": o.files.markdown, "--csv": o.files.csv}
+	some := false
+	for flag, path := range paths {
+		if path == "" {
+			continue
+		}
+		some = true
+		if err := report.CheckWritable(path); err != nil {
+			fmt.Fprintf(stderr, "tollgate report: %s: %v\n", flag, err)
+			return ExitInvalid
+		}
 	}
-	if err := report.CheckWritable(o.html); err != nil {
-		fmt.Fprintf(stderr, "tollgate report: --html: %v\n", err)
+	if !some {
+		fmt.Fprintf(stderr, "tollgate report: nothing to write: give --html, --junit, --markdown or --csv PATH\n")
 		return ExitInvalid
 	}
 	r, err := loadReportFile(fs.Arg(0))
@@ -69,16 +79,15 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			return ExitInvalid
 		}
 	}
-	var buf bytes.Buffer
-	if err := html.Write(&buf, r, base); err != nil {
+	if err := o.files.write(r, base); err != nil {
 		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
 		return ExitNotJudged
 	}
-	if err := report.WriteFile(o.html, buf.Bytes()); err != nil {
-		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
-		return ExitNotJudged
+	for _, flag := range []string{"--html", "--junit", "--markdown", "--csv"} {
+		if paths[flag] != "" {
+			fmt.Fprintf(stdout, "wrote %s (%s)\n", paths[flag], flag[2:])
+		}
 	}
-	fmt.Fprintf(stdout, "html report: %s\n", o.html)
 	return ExitPass
 }
 
