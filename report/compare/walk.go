@@ -37,7 +37,7 @@ func direction(name string) Direction {
 	case strings.HasSuffix(name, "_ms"), strings.HasSuffix(name, "_bytes"), name == "bytes_per_token",
 		name == "rate", name == "connection_attempts":
 		return LowerIsBetter
-	case strings.HasSuffix(name, "_per_s"), name == "speedup", name == "compression_ratio":
+	case strings.HasSuffix(name, "_per_s"), name == "speedup", name == "compression_ratio", name == "attained_pct":
 		return HigherIsBetter
 	}
 	return Neutral
@@ -153,6 +153,24 @@ func (w *walker) run(rn string, run *report.Run) error {
 				w.serving(join(pp, "by_prompt_tokens", k), pt.ServingMetrics, reqs, reqs != nil, &k)
 			}
 		}
+		// Load points: matched by position, which the scenario hash (same
+		// sweep) makes the same point in both reports.
+		for i, lp := range p.Points {
+			if lp == nil || lp.ServingMetrics == nil {
+				continue
+			}
+			ip := join(pp, "points", strconv.Itoa(i))
+			w.serving(ip, lp.ServingMetrics, nil, false, nil)
+			w.dist(join(ip, "queue_ms"), lp.QueueMS, nil, "", false)
+			w.scalar(join(ip, "request_throughput_per_s"), lp.RequestThroughputPerS, false)
+			w.scalar(join(ip, "output_tokens_per_s"), lp.OutputTokensPerS, false)
+			w.scalar(join(ip, "total_tokens_per_s"), lp.TotalTokensPerS, false)
+			w.scalar(join(ip, "achieved_rate_per_s"), lp.AchievedRatePerS, false)
+			if g := lp.Goodput; g != nil {
+				w.scalar(join(ip, "goodput", "good_requests_per_s"), g.GoodRequestsPerS, false)
+				w.scalar(join(ip, "goodput", "attained_pct"), g.AttainedPct, false)
+			}
+		}
 		for _, k := range pointOrder(p.Variants) {
 			if pt := p.Variants[k]; pt != nil && pt.ServingMetrics != nil {
 				vp := join(pp, "variants", k)
@@ -254,6 +272,8 @@ func pathKey(path []string) string {
 		switch {
 		case i == 0:
 			b.WriteString(s)
+		case isIndex(s):
+			b.WriteString("[" + s + "]")
 		case isIdent(s):
 			b.WriteString("." + s)
 		default:
@@ -261,6 +281,18 @@ func pathKey(path []string) string {
 		}
 	}
 	return b.String()
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func isIdent(s string) bool {
