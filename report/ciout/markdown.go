@@ -36,6 +36,7 @@ func Markdown(w io.Writer, r *report.Report) error {
 
 	writeSeamTable(ew, r)
 	writeLiveTable(ew, r)
+	writeLoadTable(ew, r)
 	writeGatesTable(ew, r)
 
 	if fr := failedRuns(r); len(fr) > 0 {
@@ -196,6 +197,12 @@ func writeLiveTable(w io.Writer, r *report.Report) {
 						row(pn+" "+k, v.ServingMetrics, v.Speedup)
 					}
 				}
+			case len(p.Points) > 0:
+				for _, lp := range p.Points {
+					if lp != nil && lp.ServingMetrics != nil {
+						row(pn+" "+pointLabel(lp), lp.ServingMetrics, nil)
+					}
+				}
 			default:
 				row(pn, p.ServingMetrics, nil)
 			}
@@ -294,4 +301,48 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// pointLabel names a load point as the text summary does.
+func pointLabel(lp *report.LoadPoint) string {
+	if lp.Rate > 0 {
+		return fmt.Sprintf("rate %g/s", lp.Rate)
+	}
+	return fmt.Sprintf("concurrency %d", lp.Concurrency)
+}
+
+// writeLoadTable lists the load points of every live run: throughput,
+// goodput and queueing, which the per-phase table has no columns for.
+func writeLoadTable(w io.Writer, r *report.Report) {
+	header := false
+	for _, name := range runNames(r) {
+		run := r.Runs[name]
+		if run == nil {
+			continue
+		}
+		for _, pn := range phaseNames(run) {
+			p := run.Phases[pn]
+			if p == nil {
+				continue
+			}
+			for _, lp := range p.Points {
+				if lp == nil || lp.ServingMetrics == nil {
+					continue
+				}
+				if !header {
+					fmt.Fprintf(w, "\n### Load points\n\n")
+					fmt.Fprintln(w, "| run | phase | point | ok/n | req/s | out tok/s | in flight | TTFT p50/p99 ms | queue p95 ms | goodput |")
+					fmt.Fprintln(w, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+					header = true
+				}
+				good := "-"
+				if g := lp.Goodput; g != nil && g.AttainedPct != nil {
+					good = fmt.Sprintf("%.1f%%", *g.AttainedPct)
+				}
+				fmt.Fprintf(w, "| %s |\n", strings.Join(cells([]string{name, pn, pointLabel(lp), fmt.Sprintf("%d/%d", lp.Succeeded, lp.Requests),
+					opt(lp.RequestThroughputPerS, "%.1f"), opt(lp.OutputTokensPerS, "%.0f"), opt(lp.AchievedConcurrency, "%.1f"),
+					stat2(lp.TTFTMS.P50, lp.TTFTMS.P99, "%.1f"), opt(lp.QueueMS.P95, "%.2f"), good}), " | "))
+			}
+		}
+	}
 }

@@ -310,8 +310,8 @@ func (c *charts) sweeps() []figure {
 		run := c.r.Runs[rn]
 		for _, pn := range phaseOrder(run) {
 			pts := sweepPoints(run.Phases[pn])
-			if len(pts) == 0 {
-				continue
+			if len(pts) < 2 {
+				continue // one point is a number, not a curve: the tables show it
 			}
 			old := sweepPoints(basePhase(c.base, rn, pn))
 			for _, ax := range sweepAxes {
