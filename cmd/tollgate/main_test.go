@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/serving"
 	"github.com/tollgate-dev/tollgate/schema"
 )
 
@@ -522,5 +523,50 @@ func TestBadGatesCorpus(t *testing.T) {
 				t.Errorf("stderr:\n%s\nwant:\n%s:%s", stderr.String(), f, want)
 			}
 		})
+	}
+}
+
+// A second signal does not wait for the grace period or the report.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	cmd := exec.Command(bin, "run", "examples/load-sweep.yaml", "-q", "--set", "phases.load.duration=60s", "--set", "phases.load.requests=100000")
+	cmd.Dir = "../.."
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	_ = cmd.Process.Signal(os.Interrupt)
+	time.Sleep(50 * time.Millisecond)
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+			t.Errorf("exit %v, want 130", err)
+		}
+	case <-time.After(4 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("still running 4 s after the second signal")
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	p := &progressLine{w: &b, color: false}
+	ttft := 41.25
+	p.update(serving.Progress{Run: "server", Phase: "load", Point: "concurrency 8", Done: 120, Total: 1000, InFlight: 8, Errors: 0,
+		Elapsed: 2 * time.Second, TTFTP50MS: &ttft})
+	p.update(serving.Progress{Run: "server", Phase: "load", Point: "concurrency 32", Done: 10, Total: 1000, Elapsed: time.Second})
+	p.finish()
+	out := b.String()
+	for _, want := range []string{"\r\x1b[Kserver load concurrency 8  120/1000  2.0s  60.0 req/s  in flight 8  errors 0  ttft p50 41.2 ms",
+		"\n\r\x1b[Kserver load concurrency 32", "ttft p50 -"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress output lacks %q:\n%q", want, out)
+		}
+	}
+	if !strings.HasSuffix(out, "\n") {
+		t.Error("finish must end the line")
 	}
 }
