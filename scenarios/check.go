@@ -227,6 +227,14 @@ func checkOpenAI(e *errs, t *Target) {
 	if !o.Has("ready_timeout") {
 		o.ReadyTimeout.Duration = 30 * time.Second
 	}
+	// Defaults that keep a hung server from hanging the run; a long prefill
+	// on a slow server still fits in ten minutes.
+	if !o.Timeouts.Has("first_token") {
+		o.Timeouts.FirstToken.Duration = 10 * time.Minute
+	}
+	if !o.Timeouts.Has("idle") {
+		o.Timeouts.Idle.Duration = 2 * time.Minute
+	}
 	if o.Sim == nil {
 		o.Sim = &SimConfig{}
 	}

@@ -154,6 +154,17 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// AuxTimeout bounds metadata, metrics and token-count calls when no total
+// timeout is set: a server that never answers them must not hang a run.
+const AuxTimeout = 30 * time.Second
+
+func (c *Client) auxTimeout() time.Duration {
+	if c.cfg.TotalTimeout > 0 {
+		return c.cfg.TotalTimeout
+	}
+	return AuxTimeout
+}
+
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 

@@ -16,11 +16,8 @@ import (
 
 // get fetches path, keeping at most limit bytes of the body.
 func (c *Client) get(ctx context.Context, path string, limit int64) (status int, body []byte, truncated bool, err error) {
-	if c.cfg.TotalTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.TotalTimeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, c.auxTimeout())
+	defer cancel()
 	req, err := c.newRequest(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return 0, nil, false, err

@@ -66,11 +66,8 @@ func (c *Client) CountTokens(ctx context.Context, model string, messages []Messa
 
 // postJSON sends body to path and decodes a 2xx JSON answer into out.
 func (c *Client) postJSON(ctx context.Context, path string, body, out any) error {
-	if c.cfg.TotalTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.TotalTimeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, c.auxTimeout())
+	defer cancel()
 	b, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
