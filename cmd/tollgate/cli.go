@@ -226,13 +226,9 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 // loadBaseline reads a baseline report and checks, before anything is
 // sent, that it comes from the same scenario and host hardware.
 func loadBaseline(path string, sc *scenarios.Scenario, allowAny bool) (*report.Report, map[string]any, error) {
-	data, err := os.ReadFile(path)
+	base, err := loadReportFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--baseline: %w", err)
-	}
-	base, err := compare.Decode(data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--baseline %s: %w (give a report written by tollgate run --json-out)", path, err)
+		return nil, nil, fmt.Errorf("--baseline: %w (give a report written by tollgate run --json-out)", err)
 	}
 	if err := compare.Comparable(base, engine.New(sc, engine.Options{}), allowAny); err != nil {
 		return nil, nil, fmt.Errorf("--baseline %s: %w", path, err)
