@@ -184,6 +184,9 @@ type ServingMetrics struct {
 	SSETokenEvents    Stat `json:"sse_token_events"`
 	// TokenCountSource is usage, timings, sse_events, or mixed.
 	TokenCountSource string `json:"token_count_source,omitempty"`
+	// ArrivalClock is how arrival times were taken: kernel (SO_TIMESTAMPNS
+	// receive times), read (when the read returned), or mixed.
+	ArrivalClock string `json:"arrival_clock,omitempty"`
 	// Warnings are findings that do not fail the run but change how to read it.
 	Warnings []string `json:"warnings"`
 }
@@ -246,6 +249,7 @@ type RequestSample struct {
 	FinishReason      string        `json:"finish_reason,omitempty"`
 	DoneSeen          bool          `json:"done_seen"`
 	UsageSeen         bool          `json:"usage_seen"`
+	ArrivalClock      string        `json:"arrival_clock,omitempty"`
 }
 
 // SeamMetrics aggregates seam transfers (of a phase, or of one seam).

@@ -257,6 +257,12 @@ func checkOpenAI(e *errs, t *Target) {
 			e.add(r.At("max_backoff"), "%s.retries.max_backoff: %s is below backoff %s", path, r.MaxBackoff.Duration, r.Backoff.Duration)
 		}
 	}
+	if o.ArrivalClock == "" {
+		o.ArrivalClock = "kernel"
+	}
+	if !oneOf(o.ArrivalClock, []string{"kernel", "read"}) {
+		e.add(o.At("arrival_clock"), "%s.arrival_clock: unknown %q (kernel or read)", path, o.ArrivalClock)
+	}
 	if o.MaxLineBytes < 0 {
 		e.add(o.At("max_line_bytes"), "%s.max_line_bytes: must be positive", path)
 	}

@@ -190,6 +190,8 @@ type OpenAITarget struct {
 	Retries Retries `yaml:"retries" json:"retries"`
 	// MaxLineBytes caps one SSE line, so memory stays bounded whatever the server sends.
 	MaxLineBytes Size `yaml:"max_line_bytes" json:"max_line_bytes,omitempty"`
+	// ArrivalClock is kernel (receive timestamps, the default on Linux) or read.
+	ArrivalClock string `yaml:"arrival_clock" json:"arrival_clock,omitempty"`
 }
 
 // Retries of 429 and 503 answers: exponential backoff from Backoff, capped

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,6 +69,9 @@ type Config struct {
 	// Secrets are further values (e.g. of headers marked secret) redacted
 	// from every message, like the API key.
 	Secrets []string
+	// UserspaceClock times arrivals when reads return instead of with the
+	// kernel's receive timestamps (SO_TIMESTAMPNS, Linux), e.g. to compare.
+	UserspaceClock bool
 }
 
 // Client talks to one target. It is safe for concurrent use.
@@ -116,9 +120,13 @@ func New(cfg Config) (*Client, error) {
 		tlsConf.RootCAs = pool
 	}
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	dial := dialer.DialContext
+	if !cfg.UserspaceClock {
+		dial = kernelTimestampDialer(dial)
+	}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         dialer.DialContext,
+		DialContext:         dial,
 		TLSClientConfig:     tlsConf,
 		TLSHandshakeTimeout: cfg.ConnectTimeout,
 		MaxIdleConns:        cfg.MaxConns,
@@ -259,9 +267,17 @@ func (e *Error) Error() string { return "openai: " + string(e.Class) + ": " + e.
 // Unwrap returns the underlying error (e.g. *StreamError, *sse.LimitError).
 func (e *Error) Unwrap() error { return e.cause }
 
+// Arrival clocks: where a streamed request's arrival times came from.
+const (
+	ArrivalKernel = "kernel" // SO_TIMESTAMPNS receive times
+	ArrivalRead   = "read"   // taken when the read returned
+)
+
 // Result is the outcome of one request: metrics (possibly partial), transport
 // facts and, on failure, the classified error.
 type Result struct {
+	// ArrivalClock says how arrival times were taken (ArrivalKernel or ArrivalRead).
+	ArrivalClock string `json:"arrival_clock,omitempty"`
 	Metrics
 	HTTPStatus    int    `json:"http_status,omitempty"`
 	BytesReceived int64  `json:"bytes_received"`
@@ -417,8 +433,20 @@ func (c *Client) Stream(ctx context.Context, req Request) (Result, error) {
 	}
 	var start time.Time
 	var firstByte time.Duration
+	// The trace hooks run on the transport's goroutines: conn is atomic.
+	var conn atomic.Pointer[tsConn]
+	var headerClock Result // where the first byte's time came from (discarded)
 	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotFirstResponseByte: func() { firstByte = time.Since(start) },
+		GotConn: func(info httptrace.GotConnInfo) {
+			c := info.Conn
+			if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
+				c = tc.NetConn()
+			}
+			if tc, ok := c.(*tsConn); ok {
+				conn.Store(tc)
+			}
+		},
+		GotFirstResponseByte: func() { firstByte = arrival(conn.Load(), start, 0, &headerClock) },
 	}))
 
 	var firstTimer *time.Timer
@@ -500,7 +528,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (Result, error) {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			// Timestamp before parsing: arrival time, not parse time.
-			last = time.Since(start)
+			last = arrival(conn.Load(), start, last, &res)
 			res.BytesReceived += int64(n)
 			if err := parser.Feed(buf[:n], last, emit); err != nil {
 				streamErr = err
@@ -619,4 +647,23 @@ func retryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// arrival is when the bytes just read arrived, as an offset from start: the
+// kernel's receive time when the connection has it (immune to the client
+// being scheduled late), else now. It never runs backwards or past now.
+func arrival(conn *tsConn, start time.Time, prev time.Duration, res *Result) time.Duration {
+	now := time.Since(start)
+	if conn != nil {
+		if t, ok := conn.lastReceive(); ok {
+			// t carries no monotonic reading, so this difference is of wall
+			// clocks taken microseconds to milliseconds apart.
+			if k := t.Sub(start); k > 0 && k <= now {
+				res.ArrivalClock = ArrivalKernel
+				return max(k, prev)
+			}
+		}
+	}
+	res.ArrivalClock = ArrivalRead
+	return max(now, prev)
 }

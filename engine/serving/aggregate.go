@@ -19,6 +19,7 @@ type aggregator struct {
 	ttfb, ttft, e2e, decode, tpot, itl, prefill *stats.Histogram
 	prompt, completion, cached, events          *stats.Histogram
 	sources                                     map[string]int
+	clocks                                      map[string]int
 	byClass                                     map[string]int
 	examples                                    []report.RequestError
 	errCount                                    int
@@ -33,7 +34,7 @@ var errorClasses = []openai.ErrorClass{
 }
 
 func newAggregator() *aggregator {
-	a := &aggregator{sources: map[string]int{}, byClass: map[string]int{},
+	a := &aggregator{sources: map[string]int{}, clocks: map[string]int{}, byClass: map[string]int{},
 		ttfb: stats.New(), ttft: stats.New(), e2e: stats.New(), decode: stats.New(), tpot: stats.New(), itl: stats.New(),
 		prefill: stats.New(), prompt: stats.New(), completion: stats.New(), cached: stats.New(), events: stats.New()}
 	for _, c := range errorClasses {
@@ -88,6 +89,9 @@ func (a *aggregator) add(res openai.Result, name string) {
 	if m.TokenCountSource != "" {
 		a.sources[m.TokenCountSource]++
 	}
+	if res.ArrivalClock != "" {
+		a.clocks[res.ArrivalClock]++
+	}
 }
 
 func (a *aggregator) metrics() *report.ServingMetrics {
@@ -112,15 +116,8 @@ func (a *aggregator) metrics() *report.ServingMetrics {
 	if a.requests > 0 {
 		m.Errors.Rate = report.F(float64(a.errCount) / float64(a.requests))
 	}
-	switch len(a.sources) {
-	case 0:
-	case 1:
-		for s := range a.sources {
-			m.TokenCountSource = s
-		}
-	default:
-		m.TokenCountSource = "mixed"
-	}
+	m.TokenCountSource = single(a.sources)
+	m.ArrivalClock = single(a.clocks)
 	return m
 }
 
@@ -133,6 +130,7 @@ func sampleOf(res openai.Result, phase, point string, index int, startMS float64
 		TPOTMS: m.TPOTMs, PrefillTokensPerS: m.PrefillTokensPerS, PromptTokens: m.PromptTokens,
 		CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens, TokenCountSource: m.TokenCountSource,
 		SSETokenEvents: m.SSETokenEvents, FinishReason: m.FinishReason, DoneSeen: m.DoneSeen, UsageSeen: m.UsageSeen,
+		ArrivalClock: res.ArrivalClock,
 	}
 	if res.Err != nil {
 		s.Error = &report.RequestError{Class: string(res.Err.Class), Status: res.Err.Status, Message: res.Err.Message}
@@ -145,4 +143,17 @@ func requestName(phase, point string, index int) string {
 		return fmt.Sprintf("%s %s #%d", phase, point, index)
 	}
 	return fmt.Sprintf("%s #%d", phase, index)
+}
+
+// single is the one key of a tally, "mixed" for several, "" for none.
+func single(tally map[string]int) string {
+	switch len(tally) {
+	case 0:
+		return ""
+	case 1:
+		for k := range tally {
+			return k
+		}
+	}
+	return "mixed"
 }

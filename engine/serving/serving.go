@@ -151,6 +151,7 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
 		IdleTimeout: cfg.Timeouts.Idle.Duration, TotalTimeout: cfg.Timeouts.Total.Duration,
 		CAFile: cfg.CAFile, MaxConns: poolSize(run.Phases), MaxLineBytes: int(cfg.MaxLineBytes),
+		UserspaceClock: cfg.ArrivalClock == "read",
 	})
 	if err != nil {
 		return out, err

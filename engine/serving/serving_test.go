@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,6 +89,9 @@ func TestQuickstartOnTheEmbeddedSimulator(t *testing.T) {
 		}
 	}
 	dec := r.Phases["decode"]
+	if runtime.GOOS == "linux" && dec.ArrivalClock != "kernel" {
+		t.Errorf("arrival clock %q, want kernel receive timestamps on Linux", dec.ArrivalClock)
+	}
 	if dec.CompletionTokens.P50 == nil || *dec.CompletionTokens.P50 != 64 || dec.DecodeTokensPerS.P50 == nil {
 		t.Errorf("decode: %+v", dec.ServingMetrics)
 	}
@@ -431,5 +435,21 @@ phases:
 				t.Errorf("ttft count %d for stream=%v (a non-streamed request has no TTFT)", p.TTFTMS.Count, tc.stream)
 			}
 		})
+	}
+}
+
+func TestArrivalClockRead(t *testing.T) {
+	sc := parse(t, `
+targets:
+  e: {kind: embedded, arrival_clock: read, sim: {decode_step: 1ms}}
+phases:
+  decode: {prompt: {text: hello}, max_tokens: 4, repeat: 2}
+`, nil)
+	r, err := runFirst(t, sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Phases["decode"].ArrivalClock; got != "read" {
+		t.Errorf("arrival clock %q, want read", got)
 	}
 }
