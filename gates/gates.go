@@ -89,9 +89,6 @@ type Gate struct {
 // Set is the compiled gates of a scenario.
 type Set struct{ Gates []*Gate }
 
-// helperNames are the functions gates may call beyond expr's builtins.
-var helperNames = []string{"run", "ratio", "pct", "samples", "distinct", "within"}
-
 // Compile compiles every gate against shape (a report-shaped environment
 // from Env) and evaluates each once over it: an expression that does not
 // compile, or that reads a run, phase or metric the shape lacks, is a Problem.

@@ -133,19 +133,17 @@ func TestAbsentStatisticErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := spec("empty", `runs.a.phases.decode.seam_latency_ms.p50 < 1000000`)
-	set := &Set{}
-	compiled, problems := Compile([]Spec{s}, env)
+	_, problems := Compile([]Spec{s}, env)
 	// Against this shape the absence is already known at load time…
 	if len(problems) != 1 || !strings.Contains(problems[0].Msg, "has no p50: the statistic is absent because it has 0 samples") {
 		t.Fatalf("problems %v", problems)
 	}
 	// …and at run time against a shape that had it, the gate errors.
 	full := seamEnv(t)
-	compiled, problems = Compile([]Spec{spec("x", `runs["direct/cached"].phases.decode.seam_latency_ms.p50 < 1000000`)}, full)
+	set, problems := Compile([]Spec{spec("x", `runs["direct/cached"].phases.decode.seam_latency_ms.p50 < 1000000`)}, full)
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	set = compiled
 	runs := full["runs"].(map[string]any)
 	dec := runs["direct/cached"].(map[string]any)["phases"].(map[string]any)["decode"].(map[string]any)
 	dec["seam_latency_ms"] = map[string]any{"count": 0.0}

@@ -90,11 +90,11 @@ type PerPhase struct {
 }
 
 // For returns the value for a phase kind.
-func (p PerPhase) For(kind string) float64 {
+func (x PerPhase) For(kind string) float64 {
 	if kind == "prefill" {
-		return p.Prefill
+		return x.Prefill
 	}
-	return p.Decode
+	return x.Decode
 }
 
 func (x *PerPhase) decodeNode(d *decoder, n *yaml.Node, path string) {
@@ -115,11 +115,11 @@ type PerMode struct {
 }
 
 // For returns the value for a transport mode.
-func (p PerMode) For(mode string) float64 {
+func (x PerMode) For(mode string) float64 {
 	if mode == "relay" {
-		return p.Relay
+		return x.Relay
 	}
-	return p.Direct
+	return x.Direct
 }
 
 func (x *PerMode) decodeNode(d *decoder, n *yaml.Node, path string) {
@@ -141,11 +141,11 @@ type QueueWait struct {
 }
 
 // At returns the queue wait for a decode token index, or for prefill when index < 0.
-func (q QueueWait) At(index int) float64 {
-	if index < 0 || len(q.Cycle) == 0 {
-		return q.Base
+func (x QueueWait) At(index int) float64 {
+	if index < 0 || len(x.Cycle) == 0 {
+		return x.Base
 	}
-	return q.Base + q.Cycle[index%len(q.Cycle)]
+	return x.Base + x.Cycle[index%len(x.Cycle)]
 }
 
 func (x *QueueWait) decodeNode(d *decoder, n *yaml.Node, path string) {
@@ -182,11 +182,11 @@ type PerModeQueue struct {
 }
 
 // For returns the queue wait of a transport mode.
-func (p PerModeQueue) For(mode string) QueueWait {
+func (x PerModeQueue) For(mode string) QueueWait {
 	if mode == "relay" {
-		return p.Relay
+		return x.Relay
 	}
-	return p.Direct
+	return x.Direct
 }
 
 func (x *PerModeQueue) decodeNode(d *decoder, n *yaml.Node, path string) {

@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -34,8 +33,6 @@ type chunkInfo struct {
 }
 
 func (c *chunkInfo) reset() { *c = chunkInfo{} }
-
-var errSyntax = errors.New("unexpected JSON")
 
 // parseChunk fills ci from data with a byte scanner and falls back to
 // encoding/json for anything the scanner does not accept; it errors only when
