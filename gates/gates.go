@@ -96,7 +96,7 @@ func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 	set := &Set{}
 	var problems []Problem
 	for _, s := range specs {
-		rec := &recorder{}
+		rec := &recorder{shape: true}
 		env := withHelpers(shape, rec)
 		// Checked once as written: expr's checker reports unknown names only
 		// on the unpatched tree.
@@ -110,9 +110,13 @@ func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 			problems = append(problems, compileProblem(s, err))
 			continue
 		}
-		if _, err := expr.Run(prog, env); err != nil && len(rec.missing) > 0 {
-			line, col := locate(s.Expr, rec.missingKey[0])
-			problems = append(problems, Problem{Where: s.Pos.at(line, col), Gate: s.Name, Msg: rec.missing[0]})
+		_, _ = expr.Run(prog, env)
+		if len(rec.missing) > 0 {
+			// Every misspelling at once, each where it is written.
+			for i, msg := range rec.missing {
+				line, col := locate(s.Expr, rec.missingKey[i])
+				problems = append(problems, Problem{Where: s.Pos.at(line, col), Gate: s.Name, Msg: msg})
+			}
 			continue
 		}
 		set.Gates = append(set.Gates, &Gate{Spec: s, prog: prog})
@@ -246,6 +250,9 @@ type recorder struct {
 	// touched lists the runs read since the last comparison, so an
 	// observation inside all(values(runs), …) says which run it is about.
 	touched []string
+	// shape is set while checking against the load-time shape: a missing key
+	// is noted and reads on as nil, so every misspelling is found in one go.
+	shape bool
 }
 
 // locate finds where key is written in expr (as .key or ["key"]), as a
@@ -452,12 +459,22 @@ func (r *recorder) get(obj, key any, optional bool, parent string) (any, error) 
 			return nil, nil
 		}
 		msg := missingMessage(parent, k, o)
+		if !r.shape {
+			r.missing = append(r.missing, msg)
+			r.missingKey = append(r.missingKey, k)
+			return nil, fmt.Errorf("%s", msg)
+		}
+		for _, m := range r.missing {
+			if m == msg {
+				return nil, nil // seen already (e.g. inside all(…))
+			}
+		}
 		r.missing = append(r.missing, msg)
 		r.missingKey = append(r.missingKey, k)
-		return nil, fmt.Errorf("%s", msg)
+		return nil, nil
 	case nil:
-		if optional {
-			return nil, nil
+		if optional || (r.shape && len(r.missing) > 0) {
+			return nil, nil // below a key already reported missing
 		}
 		return nil, fmt.Errorf("%s: cannot read %v of nil (use ?. to allow absence)", src, key)
 	default:
