@@ -209,13 +209,23 @@ func envPaths(v any, prefix []any, out *[][]any) {
 func mutate(env map[string]any, path []any, op byte) {
 	var parent any = env
 	for _, seg := range path[:len(path)-1] {
+		// An earlier mutation may have replaced this subtree with another
+		// shape: then this path no longer exists.
 		switch p := parent.(type) {
 		case map[string]any:
-			parent = p[seg.(string)]
+			k, ok := seg.(string)
+			if !ok {
+				return
+			}
+			parent = p[k]
 		case []any:
-			parent = p[seg.(int)]
+			i, ok := seg.(int)
+			if !ok || i >= len(p) {
+				return
+			}
+			parent = p[i]
 		default:
-			return // an earlier mutation replaced this subtree
+			return
 		}
 	}
 	// No NaN or ±Inf: the env is decoded from report JSON, which cannot
