@@ -24,6 +24,8 @@ import (
 	"github.com/expr-lang/expr/vm/runtime"
 
 	"github.com/tollgate-dev/tollgate/report"
+
+	"github.com/tollgate-dev/tollgate/internal/suggest"
 )
 
 // Spec is a gate as written in the scenario.
@@ -565,38 +567,7 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-func closest(word string, known []string) string {
-	best, bestD := "", 1<<30
-	for _, k := range known {
-		if d := levenshtein(word, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best == "" || bestD > len(word)/3+1 {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func closest(word string, known []string) string { return suggest.DidYouMean(word, known) }
 
 func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
 	defer func() {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	suggestpkg "github.com/tollgate-dev/tollgate/internal/suggest"
 )
 
 // Pos is where a value came from: a file position, or a --set flag.
@@ -96,43 +98,4 @@ func (e *errs) err() error {
 }
 
 // suggest returns ` (did you mean "x"?)` for the closest known word, or "".
-func suggest(word string, known []string) string {
-	best, bestD := "", 1<<30
-	for _, k := range known {
-		d := levenshtein(strings.ToLower(word), strings.ToLower(k))
-		if len(word) >= 3 && strings.HasPrefix(strings.ToLower(k), strings.ToLower(word)) {
-			d = 1 // a prefix of a known word (ttft → ttft_ms) is a near miss
-		}
-		if d < bestD {
-			best, bestD = k, d
-		}
-	}
-	limit := len(word)/3 + 1
-	if limit > 4 {
-		limit = 4
-	}
-	if best == "" || bestD > limit {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+func suggest(word string, known []string) string { return suggestpkg.DidYouMean(word, known) }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/suggest"
 )
 
 // Fault kinds, for Fault.Kind.
@@ -261,7 +263,7 @@ func suggestKind(s string) string {
 	norm := strings.ToLower(strings.NewReplacer("-", "_", " ", "_").Replace(strings.TrimSpace(s)))
 	best, bestD := "", math.MaxInt
 	for _, k := range faultKinds {
-		if d := editDistance(norm, k); d < bestD {
+		if d := suggest.Distance(norm, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -269,27 +271,6 @@ func suggestKind(s string) string {
 		return best
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // faultPlan decides and counts a Server's faults.
