@@ -251,6 +251,13 @@ func sortedPoints(m map[string]*Point) []string {
 }
 
 func writeSeamRun(w io.Writer, name string, run *Run) {
+	fmt.Fprintln(w, strings.Join(SeamFigures(name, run), "\t"))
+}
+
+// SeamFigures are the columns of a seam run's summary line: name, decode
+// p50/p95 ms, tok/s, B/tok, seam payload/wire bytes (ratio), connections,
+// queue p95 ms. The text summary and the Markdown table both print them.
+func SeamFigures(name string, run *Run) []string {
 	var dec *SeamMetrics
 	for _, pn := range run.PhaseOrder {
 		if p := run.Phases[pn]; p != nil && p.Kind == "decode" && p.SeamMetrics != nil {
@@ -259,8 +266,10 @@ func writeSeamRun(w io.Writer, name string, run *Run) {
 	}
 	var payload, wire int64
 	for _, s := range run.Seams {
-		payload += s.PayloadBytes
-		wire += s.WireBytes
+		if s != nil {
+			payload += s.PayloadBytes
+			wire += s.WireBytes
+		}
 	}
 	ratio := "-"
 	if wire > 0 {
@@ -277,7 +286,7 @@ func writeSeamRun(w io.Writer, name string, run *Run) {
 		bpt = opt(dec.BytesPerToken, "%.0f")
 		q = opt(dec.QueueWaitMS.P95, "%.2f")
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d (%s)\t%d\t%s\n", name, lat, tps, bpt, payload, wire, ratio, conns, q)
+	return []string{name, lat, tps, bpt, fmt.Sprintf("%d/%d (%s)", payload, wire, ratio), fmt.Sprint(conns), q}
 }
 
 func opt(v *float64, format string) string {

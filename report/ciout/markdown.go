@@ -103,41 +103,8 @@ func writeSeamTable(w io.Writer, r *report.Report) {
 			fmt.Fprintf(w, "| %s | **ERROR**: %s | | | | | |\n", cell(name), cell(run.Error))
 			continue
 		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells(seamFigures(name, run)), " | "))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells(report.SeamFigures(name, run)), " | "))
 	}
-}
-
-// seamFigures are the figures of a seam run as report.Summary prints them.
-func seamFigures(name string, run *report.Run) []string {
-	var dec *report.SeamMetrics
-	for _, pn := range phaseNames(run) {
-		if p := run.Phases[pn]; p != nil && p.Kind == "decode" && p.SeamMetrics != nil {
-			dec = p.SeamMetrics
-		}
-	}
-	var payload, wire int64
-	for _, s := range run.Seams {
-		if s != nil {
-			payload += s.PayloadBytes
-			wire += s.WireBytes
-		}
-	}
-	ratio := "-"
-	if wire > 0 {
-		ratio = fmt.Sprintf("%.2fx", float64(payload)/float64(wire))
-	}
-	conns := 0
-	if run.Connections != nil {
-		conns = run.Connections.Attempts
-	}
-	lat, tps, bpt, q := "-", "-", "-", "-"
-	if dec != nil {
-		lat = stat2(dec.SeamLatencyMS.P50, dec.SeamLatencyMS.P95, "%.4f")
-		tps = opt(dec.TokensPerS, "%.1f")
-		bpt = opt(dec.BytesPerToken, "%.0f")
-		q = opt(dec.QueueWaitMS.P95, "%.2f")
-	}
-	return []string{name, lat, tps, bpt, fmt.Sprintf("%d/%d (%s)", payload, wire, ratio), fmt.Sprint(conns), q}
 }
 
 func writeLiveTable(w io.Writer, r *report.Report) {
