@@ -170,18 +170,22 @@ type ServingMetrics struct {
 	Errors    ErrorSummary `json:"errors"`
 	// Retries counts retried 429/503 attempts (target retries); only each
 	// request's last attempt is measured.
-	Retries           int  `json:"retries"`
-	TTFBMS            Stat `json:"ttfb_ms"`
-	TTFTMS            Stat `json:"ttft_ms"`
-	E2EMS             Stat `json:"e2e_ms"`
-	DecodeTokensPerS  Stat `json:"decode_tokens_per_s"`
-	TPOTMS            Stat `json:"tpot_ms"`
-	ITLMS             Stat `json:"itl_ms"`
-	PrefillTokensPerS Stat `json:"prefill_tokens_per_s"`
-	PromptTokens      Stat `json:"prompt_tokens"`
-	CompletionTokens  Stat `json:"completion_tokens"`
-	CachedTokens      Stat `json:"cached_tokens"`
-	SSETokenEvents    Stat `json:"sse_token_events"`
+	Retries int `json:"retries"`
+	// StaleConnectionRetries counts requests sent again on a fresh
+	// connection because a reused keep-alive connection failed before any
+	// response byte (the request never reached the model).
+	StaleConnectionRetries int  `json:"stale_connection_retries"`
+	TTFBMS                 Stat `json:"ttfb_ms"`
+	TTFTMS                 Stat `json:"ttft_ms"`
+	E2EMS                  Stat `json:"e2e_ms"`
+	DecodeTokensPerS       Stat `json:"decode_tokens_per_s"`
+	TPOTMS                 Stat `json:"tpot_ms"`
+	ITLMS                  Stat `json:"itl_ms"`
+	PrefillTokensPerS      Stat `json:"prefill_tokens_per_s"`
+	PromptTokens           Stat `json:"prompt_tokens"`
+	CompletionTokens       Stat `json:"completion_tokens"`
+	CachedTokens           Stat `json:"cached_tokens"`
+	SSETokenEvents         Stat `json:"sse_token_events"`
 	// TokenCountSource is usage, timings, sse_events, or mixed.
 	TokenCountSource string `json:"token_count_source,omitempty"`
 	// ArrivalClock is how arrival times were taken: kernel (SO_TIMESTAMPNS

@@ -72,6 +72,10 @@ type Config struct {
 	// UserspaceClock times arrivals when reads return instead of with the
 	// kernel's receive timestamps (SO_TIMESTAMPNS, Linux), e.g. to compare.
 	UserspaceClock bool
+	// NoStaleRetry turns off the one retry, on a fresh connection, of a
+	// request whose reused connection failed before any response byte; such
+	// a failure is then a stale_connection error.
+	NoStaleRetry bool
 }
 
 // Client talks to one target. It is safe for concurrent use.
@@ -124,6 +128,7 @@ func New(cfg Config) (*Client, error) {
 	if !cfg.UserspaceClock {
 		dial = kernelTimestampDialer(dial)
 	}
+	dial = hintDialer(dial)
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         dial,
@@ -140,7 +145,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		cfg:  cfg,
 		base: u.String(),
-		http: &http.Client{Transport: tr},
+		http: &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry)},
 	}
 	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
 	if cfg.APIKey != "" {
@@ -250,7 +255,16 @@ const (
 	ClassProtocol ErrorClass = "protocol"
 	ClassReset    ErrorClass = "reset"
 	ClassCanceled ErrorClass = "canceled"
+	// ClassStaleConnection: a reused keep-alive connection failed before
+	// any response byte and was not retried (Config.NoStaleRetry).
+	ClassStaleConnection ErrorClass = "stale_connection"
 )
+
+// ErrorClasses lists every class a request can fail with, in report order.
+var ErrorClasses = []ErrorClass{
+	ClassConnect, ClassTimeoutFirstToken, ClassTimeoutIdle, ClassTimeoutTotal,
+	ClassHTTPStatus, ClassProtocol, ClassReset, ClassCanceled, ClassStaleConnection,
+}
 
 // Error is a classified request failure. Message never holds the API key.
 type Error struct {
@@ -279,9 +293,12 @@ type Result struct {
 	// ArrivalClock says how arrival times were taken (ArrivalKernel or ArrivalRead).
 	ArrivalClock string `json:"arrival_clock,omitempty"`
 	Metrics
-	HTTPStatus    int    `json:"http_status,omitempty"`
-	BytesReceived int64  `json:"bytes_received"`
-	Err           *Error `json:"error,omitempty"`
+	HTTPStatus    int   `json:"http_status,omitempty"`
+	BytesReceived int64 `json:"bytes_received"`
+	// StaleConnectionRetries counts sends repeated on a fresh connection
+	// because a reused one failed before any response byte (0 or 1).
+	StaleConnectionRetries int    `json:"stale_connection_retries,omitempty"`
+	Err                    *Error `json:"error,omitempty"`
 }
 
 // Causes set on the request context so a failed read can be classified.
@@ -309,6 +326,13 @@ func (c *Client) classify(ctx context.Context, err error, during string) *Error 
 		default:
 			return c.fail(ClassCanceled, 0, during+": "+cause.Error(), cause)
 		}
+	}
+	var stale *staleError
+	if errors.As(err, &stale) {
+		if stale.retry == nil {
+			return c.fail(ClassStaleConnection, 0, during+": "+err.Error(), err)
+		}
+		during += " (after a stale-connection retry)"
 	}
 	var opErr *net.OpError
 	var dnsErr *net.DNSError
@@ -409,8 +433,7 @@ func cloneMap(m map[string]any) map[string]any {
 
 // Stream sends one generation request and measures it. The returned error is
 // Result.Err (nil on success); Result holds whatever was measured either way.
-func (c *Client) Stream(ctx context.Context, req Request) (Result, error) {
-	var res Result
+func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error) {
 	path, body, err := c.buildBody(req)
 	if err != nil {
 		res.Err = c.fail(ClassProtocol, 0, err.Error(), err)
@@ -426,6 +449,9 @@ func (c *Client) Stream(ctx context.Context, req Request) (Result, error) {
 
 	acc := NewAccumulator()
 	acc.Reset(req.MaxTokens)
+	var staleRetries atomic.Int32
+	defer func() { res.StaleConnectionRetries = int(staleRetries.Load()) }()
+	ctx = withStaleCounter(ctx, &staleRetries)
 	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
 	if err != nil {
 		res.Err = c.fail(ClassProtocol, 0, err.Error(), err)
@@ -435,17 +461,14 @@ func (c *Client) Stream(ctx context.Context, req Request) (Result, error) {
 	var firstByte time.Duration
 	// The trace hooks run on the transport's goroutines: conn is atomic.
 	var conn atomic.Pointer[tsConn]
+	var gotConn, wrote atomic.Bool
 	var headerClock Result // where the first byte's time came from (discarded)
 	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
-			c := info.Conn
-			if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
-				c = tc.NetConn()
-			}
-			if tc, ok := c.(*tsConn); ok {
-				conn.Store(tc)
-			}
+			gotConn.Store(true)
+			conn.Store(tsConnOf(info.Conn))
 		},
+		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Store(true) },
 		GotFirstResponseByte: func() { firstByte = arrival(conn.Load(), start, 0, &headerClock) },
 	}))
 
@@ -459,7 +482,14 @@ func (c *Client) Stream(ctx context.Context, req Request) (Result, error) {
 	start = time.Now()
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		res.Err = c.classify(ctx, err, "connect")
+		during := "connect"
+		switch {
+		case wrote.Load():
+			during = "await response"
+		case gotConn.Load():
+			during = "send request"
+		}
+		res.Err = c.classify(ctx, err, during)
 		res.E2EMs = durMs(time.Since(start))
 		return res, res.Err
 	}

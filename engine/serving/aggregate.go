@@ -24,14 +24,12 @@ type aggregator struct {
 	examples                                    []report.RequestError
 	errCount                                    int
 	retries                                     int
+	staleRetries                                int
 }
 
 // errorClasses are every class a request can fail with; by_class lists all
 // of them (0 when none), so a gate on one class never reads a missing key.
-var errorClasses = []openai.ErrorClass{
-	openai.ClassConnect, openai.ClassTimeoutFirstToken, openai.ClassTimeoutIdle, openai.ClassTimeoutTotal,
-	openai.ClassHTTPStatus, openai.ClassProtocol, openai.ClassReset, openai.ClassCanceled,
-}
+var errorClasses = openai.ErrorClasses
 
 func newAggregator() *aggregator {
 	a := &aggregator{sources: map[string]int{}, clocks: map[string]int{}, byClass: map[string]int{},
@@ -62,6 +60,7 @@ func addInt(h *stats.Histogram, v *int) {
 // partial timings would bias latency low (a fast 500 is not a fast answer).
 func (a *aggregator) add(res openai.Result, name string) {
 	a.requests++
+	a.staleRetries += res.StaleConnectionRetries
 	if res.Err != nil {
 		a.errCount++
 		class := string(res.Err.Class)
@@ -96,22 +95,23 @@ func (a *aggregator) add(res openai.Result, name string) {
 
 func (a *aggregator) metrics() *report.ServingMetrics {
 	m := &report.ServingMetrics{
-		Requests:          a.requests,
-		Succeeded:         a.ok,
-		Errors:            report.ErrorSummary{Count: a.errCount, ByClass: a.byClass, Examples: a.examples},
-		TTFBMS:            report.StatFrom(a.ttfb),
-		TTFTMS:            report.StatFrom(a.ttft),
-		E2EMS:             report.StatFrom(a.e2e),
-		DecodeTokensPerS:  report.StatFrom(a.decode),
-		TPOTMS:            report.StatFrom(a.tpot),
-		ITLMS:             report.StatFrom(a.itl),
-		PrefillTokensPerS: report.StatFrom(a.prefill),
-		PromptTokens:      report.StatFrom(a.prompt),
-		CompletionTokens:  report.StatFrom(a.completion),
-		CachedTokens:      report.StatFrom(a.cached),
-		SSETokenEvents:    report.StatFrom(a.events),
-		Warnings:          []string{},
-		Retries:           a.retries,
+		Requests:               a.requests,
+		Succeeded:              a.ok,
+		Errors:                 report.ErrorSummary{Count: a.errCount, ByClass: a.byClass, Examples: a.examples},
+		TTFBMS:                 report.StatFrom(a.ttfb),
+		TTFTMS:                 report.StatFrom(a.ttft),
+		E2EMS:                  report.StatFrom(a.e2e),
+		DecodeTokensPerS:       report.StatFrom(a.decode),
+		TPOTMS:                 report.StatFrom(a.tpot),
+		ITLMS:                  report.StatFrom(a.itl),
+		PrefillTokensPerS:      report.StatFrom(a.prefill),
+		PromptTokens:           report.StatFrom(a.prompt),
+		CompletionTokens:       report.StatFrom(a.completion),
+		CachedTokens:           report.StatFrom(a.cached),
+		SSETokenEvents:         report.StatFrom(a.events),
+		Warnings:               []string{},
+		Retries:                a.retries,
+		StaleConnectionRetries: a.staleRetries,
 	}
 	if a.requests > 0 {
 		m.Errors.Rate = report.F(float64(a.errCount) / float64(a.requests))

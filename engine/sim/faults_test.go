@@ -56,7 +56,10 @@ func TestFaultsWithRealClient(t *testing.T) {
 		client    openai.Config
 		nonStream bool
 		injected  int64 // expected count (0: the kind does not apply)
-		check     func(t *testing.T, res openai.Result, err error)
+		// noFollowUp skips request 3: the retry of request 2 was the
+		// server's 3rd, so its 4th (our 3rd) carries the fault again.
+		noFollowUp bool
+		check      func(t *testing.T, res openai.Result, err error)
 	}{
 		{name: "http_429", fault: Fault{Kind: FaultHTTP429, RetryAfter: 1500 * time.Millisecond}, injected: 1,
 			check: func(t *testing.T, res openai.Result, err error) {
@@ -79,11 +82,22 @@ func TestFaultsWithRealClient(t *testing.T) {
 					t.Errorf("status %d, want 500", res.Err.Status)
 				}
 			}},
+		// Request 2 goes out on request 1's kept-alive connection, so the
+		// reset is indistinguishable from a stale connection: with the retry
+		// off it is classified as one, with it on it is sent again, counted.
 		{name: "reset_before_headers", fault: Fault{Kind: FaultResetBeforeHeaders}, injected: 1,
+			client: openai.Config{NoStaleRetry: true},
 			check: func(t *testing.T, res openai.Result, err error) {
-				wantClass(t, res, err, openai.ClassReset, openai.ClassConnect)
+				wantClass(t, res, err, openai.ClassStaleConnection, openai.ClassReset)
 				if res.HTTPStatus != 0 {
 					t.Errorf("HTTP status %d, want none", res.HTTPStatus)
+				}
+			}},
+		{name: "reset_before_headers retried on a fresh connection", fault: Fault{Kind: FaultResetBeforeHeaders}, injected: 1, noFollowUp: true,
+			check: func(t *testing.T, res openai.Result, err error) {
+				wantClass(t, res, err, "")
+				if res.StaleConnectionRetries != 1 || res.HTTPStatus != 200 {
+					t.Errorf("stale retries %d status %d, want 1 and 200", res.StaleConnectionRetries, res.HTTPStatus)
 				}
 			}},
 		{name: "reset_mid_stream", fault: Fault{Kind: FaultResetMidStream, AfterTokens: 3}, injected: 1,
@@ -231,8 +245,10 @@ func TestFaultsWithRealClient(t *testing.T) {
 				t.Logf("%s: client reports %v", tt.name, err)
 			}
 			tt.check(t, res, err)
-			if res, err := c.Stream(t.Context(), clientRequest(true)); err != nil || !res.DoneSeen || *res.CompletionTokens != 8 {
-				t.Fatalf("request 3 after the fault: %v (%+v)", err, res)
+			if !tt.noFollowUp {
+				if res, err := c.Stream(t.Context(), clientRequest(true)); err != nil || !res.DoneSeen || *res.CompletionTokens != 8 {
+					t.Fatalf("request 3 after the fault: %v (%+v)", err, res)
+				}
 			}
 
 			if got := s.Stats().FaultsInjected[tt.fault.Kind]; got != tt.injected {

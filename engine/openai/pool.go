@@ -1,0 +1,271 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Servers such as llama.cpp's llama-server advertise "Keep-Alive: timeout=5,
+// max=100" and then close the connection anyway; Go's pool hands the dead
+// connection to the next POST and does not retry it (POST is not
+// idempotent). A request that failed on a reused connection before any
+// response byte arrived never reached the model, so it is sent again, once,
+// on a connection of its own, and counted.
+
+// ErrStaleConnection marks a request that failed on a reused keep-alive
+// connection before any response byte arrived.
+var ErrStaleConnection = errors.New("reused idle connection failed before any response byte")
+
+// staleError is a stale-connection failure, with the retry's error when the
+// retry on a fresh connection failed too (nil when no retry was made).
+type staleError struct {
+	first, retry error
+}
+
+func (e *staleError) Error() string {
+	if e.retry == nil {
+		return fmt.Sprintf("%v: %v", ErrStaleConnection, e.first)
+	}
+	return fmt.Sprintf("%v (%v); retried on a fresh connection: %v", ErrStaleConnection, e.first, e.retry)
+}
+
+// Unwrap yields the retry's error when there was one (what classifies the
+// request), else the sentinel and the first error.
+func (e *staleError) Unwrap() []error {
+	if e.retry != nil {
+		return []error{e.retry}
+	}
+	return []error{ErrStaleConnection, e.first}
+}
+
+// staleCounterKey carries a *atomic.Int32 that counts stale-connection
+// retries for one logical request.
+type staleCounterKey struct{}
+
+func withStaleCounter(ctx context.Context, n *atomic.Int32) context.Context {
+	return context.WithValue(ctx, staleCounterKey{}, n)
+}
+
+// retryTransport retries a stale-connection failure once on fresh, and
+// applies the server's Keep-Alive hints to pooled connections.
+type retryTransport struct {
+	pooled *http.Transport
+	fresh  *http.Transport // keep-alives off: a connection that cannot be stale
+	retry  bool
+}
+
+func newRetryTransport(pooled *http.Transport, retry bool) *retryTransport {
+	fresh := pooled.Clone()
+	fresh.DisableKeepAlives = true
+	fresh.MaxIdleConns, fresh.MaxIdleConnsPerHost = 0, 0
+	return &retryTransport{pooled: pooled, fresh: fresh, retry: retry}
+}
+
+func (t *retryTransport) CloseIdleConnections() {
+	t.pooled.CloseIdleConnections()
+	t.fresh.CloseIdleConnections()
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reused, gotByte atomic.Bool
+	var pc atomic.Pointer[poolConn]
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			reused.Store(info.Reused)
+			if p := poolConnOf(info.Conn); p != nil {
+				p.acquired()
+				pc.Store(p)
+			}
+		},
+		GotFirstResponseByte: func() { gotByte.Store(true) },
+	})
+	resp, err := t.pooled.RoundTrip(req.WithContext(ctx))
+	if err == nil {
+		if p := pc.Load(); p != nil {
+			p.responded(resp.Header)
+			resp.Body = &hintBody{ReadCloser: resp.Body, conn: p}
+		}
+		return resp, nil
+	}
+	if !reused.Load() || gotByte.Load() || req.Context().Err() != nil {
+		return nil, err
+	}
+	if !t.retry || req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
+		return nil, &staleError{first: err}
+	}
+	if n, ok := req.Context().Value(staleCounterKey{}).(*atomic.Int32); ok {
+		n.Add(1)
+	}
+	r2 := req.Clone(req.Context())
+	if req.GetBody != nil {
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, &staleError{first: err}
+		}
+		r2.Body = body
+	}
+	resp, rerr := t.fresh.RoundTrip(r2)
+	if rerr != nil {
+		return nil, &staleError{first: err, retry: rerr}
+	}
+	return resp, nil
+}
+
+// poolConn is a pooled connection that knows the server's Keep-Alive hints:
+// after max responses, or once idle for close to timeout, it retires. A
+// retired connection refuses to write, so a request the pool hands it meanwhile
+// fails with nothing written, which Go's transport itself resends on another
+// connection; at the end of its last response it is closed.
+type poolConn struct {
+	net.Conn
+	retired   atomic.Bool
+	mu        sync.Mutex
+	responses int
+	timeout   time.Duration
+	idle      *time.Timer
+}
+
+// errRetired is what a retired connection's Write returns.
+var errRetired = errors.New("connection retired by the server's Keep-Alive hints")
+
+// hintDialer wraps every connection in a poolConn.
+func hintDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &poolConn{Conn: c}, nil
+	}
+}
+
+// poolConnOf finds the poolConn under what the transport reports (a TLS
+// connection wraps it).
+func poolConnOf(c net.Conn) *poolConn {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = tc.NetConn()
+	}
+	p, _ := c.(*poolConn)
+	return p
+}
+
+// tsConnOf finds the timestamping connection, if any, under c.
+func tsConnOf(c net.Conn) *tsConn {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = tc.NetConn()
+	}
+	if p, ok := c.(*poolConn); ok {
+		c = p.Conn
+	}
+	t, _ := c.(*tsConn)
+	return t
+}
+
+func (p *poolConn) Write(b []byte) (int, error) {
+	if p.retired.Load() {
+		return 0, errRetired
+	}
+	return p.Conn.Write(b)
+}
+
+func (p *poolConn) acquired() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.idle != nil {
+		p.idle.Stop()
+		p.idle = nil
+	}
+}
+
+// responded applies the hints of a response whose headers just arrived,
+// before the transport can hand the connection to anyone else.
+func (p *poolConn) responded(h http.Header) {
+	timeout, maxN := keepAliveHints(h)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.responses++
+	p.timeout = timeout
+	if maxN > 0 && p.responses >= maxN {
+		// "max" is read as the connection's total; a server that counts
+		// down the requests left only makes this retire early.
+		p.retired.Store(true)
+	}
+}
+
+// released runs when the response's body is done.
+func (p *poolConn) released() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.retired.Load() {
+		_ = p.Conn.Close()
+		return
+	}
+	if p.timeout > 0 {
+		// Retire a little before the server closes, so a request never
+		// races the server's close.
+		lead := min(time.Second, p.timeout/2)
+		if p.idle != nil {
+			p.idle.Stop()
+		}
+		p.idle = time.AfterFunc(p.timeout-lead, func() {
+			p.retired.Store(true)
+			_ = p.Conn.Close()
+		})
+	}
+}
+
+// keepAliveHints parses "Keep-Alive: timeout=5, max=100" (RFC 2068 §19.7.1.1).
+func keepAliveHints(h http.Header) (timeout time.Duration, maxN int) {
+	for _, v := range h.Values("Keep-Alive") {
+		for _, part := range strings.Split(v, ",") {
+			k, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+			if !ok {
+				continue
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(val))
+			if err != nil || n <= 0 {
+				continue
+			}
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "timeout":
+				timeout = time.Duration(n) * time.Second
+			case "max":
+				maxN = n
+			}
+		}
+	}
+	return timeout, maxN
+}
+
+// hintBody reports the end of a response to its connection once.
+type hintBody struct {
+	io.ReadCloser
+	conn *poolConn
+	done atomic.Bool
+}
+
+func (b *hintBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && b.done.CompareAndSwap(false, true) {
+		b.conn.released()
+	}
+	return n, err
+}
+
+func (b *hintBody) Close() error {
+	err := b.ReadCloser.Close()
+	if b.done.CompareAndSwap(false, true) {
+		b.conn.released()
+	}
+	return err
+}
