@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/seam"
-	"github.com/tollgate-dev/tollgate/engine/serving"
+	"github.com/tollgate-dev/tollgate/engine/live"
 	"github.com/tollgate-dev/tollgate/engine/sim"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -29,7 +29,7 @@ type Options struct {
 	// Progress, when set, hears about each finished request of a live run.
 	Progress func(run, phase string, done, total int)
 	// OnProgress, when set, gets a live view of load phases.
-	OnProgress func(serving.Progress)
+	OnProgress func(live.Progress)
 	// SampleSink, when set, receives every live request sample as it completes.
 	SampleSink func(run string, s report.RequestSample)
 	// Grace lets requests in flight finish after an interrupt (default 5s).
@@ -111,14 +111,14 @@ func runOne(ctx context.Context, run *scenarios.Run, samples bool, opts Options)
 		if grace == 0 {
 			grace = 5 * time.Second
 		}
-		so := serving.Options{LookupEnv: opts.LookupEnv, Samples: samples, OnProgress: opts.OnProgress, Grace: grace}
+		so := live.Options{LookupEnv: opts.LookupEnv, Samples: samples, OnProgress: opts.OnProgress, Grace: grace}
 		if opts.SampleSink != nil {
 			so.SampleSink = func(s report.RequestSample) { opts.SampleSink(run.Name, s) }
 		}
 		if opts.Progress != nil {
 			so.Progress = func(phase string, done, total int) { opts.Progress(run.Name, phase, done, total) }
 		}
-		return serving.Run(ctx, run, so)
+		return live.Run(ctx, run, so)
 	}
 	return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
 }
@@ -144,7 +144,7 @@ func decorate(rr *report.Run, run *scenarios.Run) {
 		rr.Target.Config = cfg
 		if t.Embedded() {
 			// Report what the simulator really used, defaults included.
-			if eff, err := serving.EffectiveSim(t.OpenAI.Sim); err == nil {
+			if eff, err := live.EffectiveSim(t.OpenAI.Sim); err == nil {
 				rr.Target.Config = struct {
 					*scenarios.OpenAITarget
 					Sim map[string]any `json:"sim"`
@@ -180,13 +180,13 @@ func Shape(sc *scenarios.Scenario) (*report.Report, error) {
 			if run.Target.Embedded() {
 				// The simulator validates its own config (faults included):
 				// a bad one is an invalid scenario, found before anything runs.
-				srv, err := sim.New(serving.SimConfig(run.Target.OpenAI.Sim))
+				srv, err := sim.New(live.SimConfig(run.Target.OpenAI.Sim))
 				if err != nil {
 					return nil, fmt.Errorf("%s: targets.%s.sim: %w", run.Target.Pos, run.Target.Name, err)
 				}
 				_ = srv.Close()
 			}
-			rr = serving.Shape(run, sc.Samples)
+			rr = live.Shape(run, sc.Samples)
 		default:
 			err = fmt.Errorf("target kind %q has no driver", run.Target.Kind)
 		}

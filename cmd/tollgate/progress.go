@@ -7,7 +7,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/tollgate-dev/tollgate/engine/serving"
+	"github.com/tollgate-dev/tollgate/engine/live"
 	"github.com/tollgate-dev/tollgate/report"
 )
 
@@ -30,7 +30,7 @@ func newProgressLine(w io.Writer) *progressLine {
 	return &progressLine{w: w, color: !noColor && os.Getenv("TERM") != "dumb"}
 }
 
-func (p *progressLine) update(pr serving.Progress) {
+func (p *progressLine) update(pr live.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	key := pr.Run + "/" + pr.Phase + "/" + pr.Point

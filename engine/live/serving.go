@@ -2,7 +2,7 @@
 // server (kind openai) or tollgate's embedded simulator (kind embedded). It
 // runs the serving phases (warmup, prefill, decode, prefix_cache, requests)
 // through engine/openai and folds the results into the report.
-package serving
+package live
 
 import (
 	"context"
