@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/seam"
+	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/live"
-	"github.com/tollgate-dev/tollgate/engine/sim"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -26,8 +25,6 @@ type Options struct {
 	Now func() time.Time
 	// LookupEnv resolves secrets named by the scenario (api_key_env).
 	LookupEnv func(string) (string, bool)
-	// Progress, when set, hears about each finished request of a live run.
-	Progress func(run, phase string, done, total int)
 	// OnProgress, when set, gets a live view of load phases.
 	OnProgress func(live.Progress)
 	// SampleSink, when set, receives every live request sample as it completes.
@@ -103,24 +100,19 @@ func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Opt
 }
 
 func runOne(ctx context.Context, run *scenarios.Run, samples bool, opts Options) (*report.Run, error) {
-	switch {
-	case run.Target.Seam != nil:
-		return seam.Run(ctx, run, samples)
-	case run.Target.OpenAI != nil:
-		grace := opts.Grace
-		if grace == 0 {
-			grace = 5 * time.Second
-		}
-		so := live.Options{LookupEnv: opts.LookupEnv, Samples: samples, OnProgress: opts.OnProgress, Grace: grace}
-		if opts.SampleSink != nil {
-			so.SampleSink = func(s report.RequestSample) { opts.SampleSink(run.Name, s) }
-		}
-		if opts.Progress != nil {
-			so.Progress = func(phase string, done, total int) { opts.Progress(run.Name, phase, done, total) }
-		}
-		return live.Run(ctx, run, so)
+	d, err := driverOf(run)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
+	grace := opts.Grace
+	if grace == 0 {
+		grace = 5 * time.Second
+	}
+	ro := RunOptions{Samples: samples, LookupEnv: opts.LookupEnv, OnProgress: opts.OnProgress, Grace: grace}
+	if opts.SampleSink != nil {
+		ro.SampleSink = func(s report.RequestSample) { opts.SampleSink(run.Name, s) }
+	}
+	return d.Run(ctx, run, ro)
 }
 
 func decorate(rr *report.Run, run *scenarios.Run) {
@@ -144,7 +136,7 @@ func decorate(rr *report.Run, run *scenarios.Run) {
 		rr.Target.Config = cfg
 		if t.Embedded() {
 			// Report what the simulator really used, defaults included.
-			if eff, err := live.EffectiveSim(t.OpenAI.Sim); err == nil {
+			if eff, err := embedded.Effective(t.OpenAI.Sim); err == nil {
 				rr.Target.Config = struct {
 					*scenarios.OpenAITarget
 					Sim map[string]any `json:"sim"`
@@ -163,33 +155,37 @@ func decorate(rr *report.Run, run *scenarios.Run) {
 	}
 }
 
+// Validate runs every driver's own checks (e.g. the simulator's config):
+// an error is an invalid scenario, found before anything is sent, whether
+// or not gates are judged.
+func Validate(sc *scenarios.Scenario) error {
+	for _, run := range sc.Runs {
+		d, err := driverOf(run)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", run.Name, err)
+		}
+		if err := d.Validate(run); err != nil {
+			return fmt.Errorf("run %s: %w", run.Name, err)
+		}
+	}
+	return nil
+}
+
 // Shape returns a report with the shape a real run of sc will have: every
-// run, phase and metric present. Gates are checked against it when the
-// scenario loads, so a misspelt run or metric fails before anything is sent.
+// run, phase and metric present, built by each driver from the same code
+// that fills a real report. Gates are checked against it when the scenario
+// loads, so a misspelt run or metric fails before anything is sent.
 func Shape(sc *scenarios.Scenario) (*report.Report, error) {
+	if err := Validate(sc); err != nil {
+		return nil, err
+	}
 	r := New(sc, Options{Now: func() time.Time { return time.Time{} }})
 	for _, run := range sc.Runs {
-		var rr *report.Run
-		var err error
-		switch {
-		case run.Target.Seam != nil:
-			// The seam target is deterministic and costs microseconds, so
-			// its shape is simply its result.
-			rr, err = seam.Run(context.Background(), run, sc.Samples)
-		case run.Target.OpenAI != nil:
-			if run.Target.Embedded() {
-				// The simulator validates its own config (faults included):
-				// a bad one is an invalid scenario, found before anything runs.
-				srv, err := sim.New(live.SimConfig(run.Target.OpenAI.Sim))
-				if err != nil {
-					return nil, fmt.Errorf("%s: targets.%s.sim: %w", run.Target.Pos, run.Target.Name, err)
-				}
-				_ = srv.Close()
-			}
-			rr = live.Shape(run, sc.Samples)
-		default:
-			err = fmt.Errorf("target kind %q has no driver", run.Target.Kind)
+		d, err := driverOf(run)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", run.Name, err)
 		}
+		rr, err := d.Shape(run, sc.Samples)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", run.Name, err)
 		}

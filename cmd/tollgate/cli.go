@@ -192,6 +192,11 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 		return nil, false
 	}
 	p := &prepared{sc: sc, gates: &gates.Set{}}
+	// The drivers' own checks hold whether or not gates are judged.
+	if err := engine.Validate(sc); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return nil, false
+	}
 	if !compileGates {
 		return p, true
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/serving"
+	"github.com/tollgate-dev/tollgate/engine/live"
 	"github.com/tollgate-dev/tollgate/schema"
 )
 
@@ -104,6 +104,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "unknown flag", args: []string{"run", example, "--jsn-out", "x"}, code: ExitInvalid, noReport: true, stderr: "unknown flag: --jsn-out"},
 		{name: "no scenario", args: []string{"run"}, code: ExitInvalid, noReport: true, stderr: "expected one SCENARIO file"},
 		{name: "unknown command", args: []string{"rnu"}, code: ExitInvalid, noReport: true, stderr: `unknown command "rnu"`},
+		{name: "bad sim block", args: []string{"run", "cmd/tollgate/testdata/bad-sim.yaml"}, code: ExitInvalid, noReport: true, stderr: "CacheCapacityTokens (8) must hold at least one block"},
+		{name: "bad sim block with --no-gate", args: []string{"run", "cmd/tollgate/testdata/bad-sim.yaml", "--no-gate"}, code: ExitInvalid, noReport: true, stderr: "CacheCapacityTokens (8) must hold at least one block"},
 		{name: "missing file", args: []string{"run", "nope.yaml"}, code: ExitInvalid, noReport: true, stderr: "nope.yaml: cannot read scenario"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -555,9 +557,9 @@ func TestProgressLine(t *testing.T) {
 	var b bytes.Buffer
 	p := &progressLine{w: &b, color: false}
 	ttft := 41.25
-	p.update(serving.Progress{Run: "server", Phase: "load", Point: "concurrency 8", Done: 120, Total: 1000, InFlight: 8, Errors: 0,
+	p.update(live.Progress{Run: "server", Phase: "load", Point: "concurrency 8", Done: 120, Total: 1000, InFlight: 8, Errors: 0,
 		Elapsed: 2 * time.Second, TTFTP50MS: &ttft})
-	p.update(serving.Progress{Run: "server", Phase: "load", Point: "concurrency 32", Done: 10, Total: 1000, Elapsed: time.Second})
+	p.update(live.Progress{Run: "server", Phase: "load", Point: "concurrency 32", Done: 10, Total: 1000, Elapsed: time.Second})
 	p.finish()
 	out := b.String()
 	for _, want := range []string{"\r\x1b[Kserver load concurrency 8  120/1000  2.0s  60.0 req/s  in flight 8  errors 0  ttft p50 41.2 ms",

@@ -1,86 +1,85 @@
 package live
 
 import (
-	"strconv"
+	"context"
+	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
-// Shape returns the report a live run will produce, with placeholder values
-// and every metric present, for checking gates when the scenario loads. It
-// goes through the same aggregation code as a real run, so the shapes agree.
+// Shape returns the report a live run will produce, with placeholder values,
+// for checking gates when the scenario loads. It runs the very phase code a
+// real run does, with a sender that answers every request with a placeholder
+// result shaped like the real one (a 1-token answer has no decode interval,
+// a non-streamed one no first token), so the keys a gate may read are
+// exactly the keys a real run fills.
 func Shape(run *scenarios.Run, samples bool) *report.Run {
-	one, f := 1, 1.0
-	fake := openai.Result{Metrics: openai.Metrics{
-		TTFBMs: &f, TTFTMs: &f, E2EMs: 1, DecodeTokensPerS: &f, TPOTMs: &f, ITLMs: []float64{1},
-		PrefillTokensPerS: &f, PromptTokens: &one, CompletionTokens: &one, CachedTokens: &one,
-		TokenCountSource: openai.SourceUsage, SSETokenEvents: 1,
-	}}
-	metrics := func() *report.ServingMetrics {
-		a := newAggregator()
-		a.add(fake, "shape")
-		return a.metrics()
-	}
 	cfg := run.Target.OpenAI
-	out := &report.Run{Phases: map[string]*report.Phase{}}
-	out.Target = report.Target{BaseURL: "http://shape", Model: "shape", ModelSource: "shape", Endpoint: cfg.Endpoint, ReadyMS: &f}
+	one := 1.0
+	out := &report.Run{Phases: map[string]*report.Phase{}, PhaseOrder: []string{}}
+	out.Target = report.Target{BaseURL: "http://shape", Model: "shape", ModelSource: "shape", Endpoint: cfg.Endpoint, ReadyMS: &one}
 	if *cfg.Metadata {
 		out.Target.Metadata = map[string]any{"*": map[string]any{"*": 1.0}}
 	}
-	for _, p := range run.Phases {
-		ph := &report.Phase{Kind: p.Kind, ServingMetrics: metrics()}
-		if *cfg.Metrics {
-			ph.ServerMetricsDelta = map[string]float64{"*": 1}
-		}
-		switch p.Kind {
-		case scenarios.PhaseWarmup:
-			m := ph.ServingMetrics
-			ph.ServingMetrics = &report.ServingMetrics{Requests: m.Requests, Succeeded: m.Succeeded, Errors: m.Errors, Warnings: m.Warnings}
-		case scenarios.PhasePrefill:
-			ph.ByPromptTokens = map[string]*report.Point{}
-			for _, n := range p.PromptTokens {
-				ph.ByPromptTokens[strconv.Itoa(n)] = &report.Point{ServingMetrics: metrics(), TargetPromptTokens: n}
-			}
-		case scenarios.PhaseLoad:
-			specs := []report.LoadPoint{{Concurrency: p.Concurrency, Rate: p.Rate}}
-			if len(p.Sweep.Concurrency)+len(p.Sweep.Rate) > 0 {
-				specs = nil
-				for _, c := range p.Sweep.Concurrency {
-					specs = append(specs, report.LoadPoint{Concurrency: c})
-				}
-				for _, rt := range p.Sweep.Rate {
-					specs = append(specs, report.LoadPoint{Rate: rt})
-				}
-			}
-			for _, sp := range specs {
-				lp := sp
-				lp.ServingMetrics = metrics()
-				lp.QueueMS = report.NewStat([]float64{1})
-				lp.DurationS = 1
-				lp.AchievedRatePerS, lp.RequestThroughputPerS, lp.OutputTokensPerS, lp.TotalTokensPerS, lp.AchievedConcurrency = &f, &f, &f, &f, &f
-				if len(p.SLO.Limits) > 0 {
-					lp.Goodput = &report.Goodput{SLO: p.SLO.Limits, GoodRequests: 1, GoodRequestsPerS: &f, AttainedPct: &f}
-				}
-				ph.Points = append(ph.Points, &lp)
-			}
-		case scenarios.PhasePrefixCache:
-			ph.Variants = map[string]*report.Point{
-				"fresh":        {ServingMetrics: metrics()},
-				"identical":    {ServingMetrics: metrics(), Speedup: &f},
-				"small_suffix": {ServingMetrics: metrics(), Speedup: &f},
-			}
-		}
-		synthetic := p.Prompt.Text == "" && len(p.FilePrompts) == 0 && p.Kind != scenarios.PhaseRequests
-		if synthetic && (p.Prompt.Calibrate == nil || *p.Prompt.Calibrate) {
-			ph.Calibration = []report.CalibrationResult{{TargetTokens: 1, Tokens: 1, Words: 1, Method: "shape", Iterations: 1, Request: "shape"}}
-		}
-		if p.Kind != scenarios.PhaseWarmup && p.Kind != scenarios.PhaseLoad && samples {
-			ph.Samples = []report.RequestSample{sampleOf(fake, p.Name, "", 0, 0)}
-		}
-		out.Phases[p.Name] = ph
-		out.PhaseOrder = append(out.PhaseOrder, p.Name)
+	clock := openai.ArrivalKernel
+	if cfg.ArrivalClock == "read" {
+		clock = openai.ArrivalRead
 	}
+	r := &runner{run: run, cfg: cfg, send: &shapeSender{clock: clock}, model: "shape", opts: Options{Samples: samples},
+		out: out, metrics: *cfg.Metrics, hard: context.Background()}
+	// Placeholders never fail, so neither does the fold.
+	_ = r.phases(context.Background())
 	return out
+}
+
+// shapeSender answers without a network.
+type shapeSender struct {
+	clock   string
+	scrapes int
+}
+
+// placeholder is a successful result for req with every value the real
+// client would measure for such a request, and only those.
+func (s *shapeSender) stream(_ context.Context, req openai.Request) openai.Result {
+	one, f := 1, 1.0
+	completion := max(req.MaxTokens, 2)
+	if req.MaxTokens == 1 {
+		completion = 1
+	}
+	m := openai.Metrics{TTFBMs: &f, E2EMs: 1, PromptTokens: &one, CompletionTokens: &completion, CachedTokens: &one,
+		TokenCountSource: openai.SourceUsage, UsageSeen: true, FinishReason: "length"}
+	res := openai.Result{HTTPStatus: 200}
+	if req.Stream {
+		res.ArrivalClock = s.clock
+		m.TTFTMs, m.PrefillTokensPerS, m.SSETokenEvents, m.DoneSeen = &f, &f, completion, true
+		if completion > 1 {
+			m.DecodeTokensPerS, m.TPOTMs, m.ITLMs = &f, &f, []float64{1}
+		}
+	}
+	res.Metrics = m
+	return res
+}
+
+func (s *shapeSender) calibrate(_ context.Context, target int, _ int64, _ openai.CalibrateOptions) (openai.Calibration, error) {
+	return openai.Calibration{Prompt: "shape", Words: 1, Tokens: target, Target: target, Method: "shape", Iterations: 1}, nil
+}
+
+// execute runs two jobs a millisecond apart, so every rate and duration of
+// a load point is defined.
+func (s *shapeSender) execute(ctx context.Context, _ load.Plan, job load.Job) load.Result {
+	t0 := time.Unix(0, 0)
+	t1 := t0.Add(time.Millisecond)
+	job(ctx, 0, t0, t0)
+	job(ctx, 1, t1, t1)
+	return load.Result{Sent: 2, Start: t0, LastSend: t1, End: t1, PeakInFlight: 1}
+}
+
+// scrapeMetrics gives one series that changes between the scrapes around a
+// phase: the delta's keys are the server's, unknown until it answers.
+func (s *shapeSender) scrapeMetrics(context.Context) (map[string]float64, error) {
+	s.scrapes++
+	return map[string]float64{"*": float64(s.scrapes)}, nil
 }

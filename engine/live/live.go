@@ -1,7 +1,9 @@
-// Package serving is the driver for live targets: any OpenAI-compatible
-// server (kind openai) or tollgate's embedded simulator (kind embedded). It
-// runs the serving phases (warmup, prefill, decode, prefix_cache, requests)
-// through engine/openai and folds the results into the report.
+// Package live is the executor for live targets: any OpenAI-compatible
+// server (kind openai) or tollgate's embedded simulator (kind embedded).
+// Each phase kind lives in its own file and is registered in kinds.go; the
+// shape that gates are checked against comes from running the very same
+// phase code over placeholder results (shape.go), so there is no second,
+// hand-written copy of the report's shape.
 package live
 
 import (
@@ -12,15 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/embedded"
+	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/openai"
-	"github.com/tollgate-dev/tollgate/engine/sim"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -31,8 +31,6 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Samples keeps every request in the report.
 	Samples bool
-	// Progress, when set, is told about each request as it finishes.
-	Progress func(phase string, done, total int)
 	// OnProgress, when set, gets a live view of load phases a few times a second.
 	OnProgress func(Progress)
 	// Grace is how long requests in flight may finish after ctx ends (an
@@ -47,42 +45,21 @@ type Options struct {
 // ErrPhase marks a phase stopped because its error rate exceeded max_error_rate.
 var ErrPhase = errors.New("phase stopped")
 
-// SimConfig maps a scenario's sim block onto the simulator's config.
-func SimConfig(s *scenarios.SimConfig) sim.Config {
-	if s == nil {
-		return sim.Config{}
-	}
-	// The simulator reads 0 as "default"; a 0 written in the scenario means
-	// none, which the simulator spells as a nanosecond.
-	dur := func(key string, d scenarios.Duration) time.Duration {
-		if d.Duration == 0 && s.Has(key) {
-			return time.Nanosecond
-		}
-		return d.Duration
-	}
-	return sim.Config{
-		Model: s.Model, TTFTBase: dur("ttft_base", s.TTFTBase), PrefillTokensPerS: s.PrefillTokensPerS,
-		DecodeStep: dur("decode_step", s.DecodeStep), DecodeStepPerSeq: dur("decode_step_per_seq", s.DecodeStepPerSeq),
-		MaxRunningSeqs: s.MaxRunningSeqs, CacheCapacityTokens: s.CacheCapacityTokens, BlockTokens: s.BlockTokens,
-		DisablePrefixCache: s.DisablePrefixCache, MaxModelLen: s.MaxModelLen, DefaultMaxTokens: s.DefaultMaxTokens, Seed: s.Seed,
-		Faults: simFaults(s.Faults),
-	}
+// sender is what phases send through: the target's client on a real run,
+// placeholders when the shape is built.
+type sender interface {
+	stream(ctx context.Context, req openai.Request) openai.Result
+	calibrate(ctx context.Context, target int, seed int64, opt openai.CalibrateOptions) (openai.Calibration, error)
+	// execute runs one load point.
+	execute(ctx context.Context, plan load.Plan, job load.Job) load.Result
+	scrapeMetrics(ctx context.Context) (map[string]float64, error)
 }
 
-func simFaults(fs []scenarios.FaultSpec) []sim.Fault {
-	out := make([]sim.Fault, 0, len(fs))
-	for _, f := range fs {
-		out = append(out, sim.Fault{Kind: f.Kind, Probability: f.Probability, EveryNth: f.EveryNth,
-			RetryAfter: f.RetryAfter.Duration, Stall: f.Stall.Duration, TrickleInterval: f.TrickleInterval.Duration, AfterTokens: f.AfterTokens})
-	}
-	return out
-}
-
-// runner holds one run's client and state.
+// runner holds one run's sender and state.
 type runner struct {
 	run     *scenarios.Run
 	cfg     *scenarios.OpenAITarget
-	client  *openai.Client
+	send    sender
 	model   string
 	opts    Options
 	salt    int64
@@ -95,6 +72,26 @@ type runner struct {
 	warnings []string
 }
 
+// clientSender sends through the target's real client.
+type clientSender struct{ c *openai.Client }
+
+func (s clientSender) stream(ctx context.Context, req openai.Request) openai.Result {
+	res, _ := s.c.Stream(ctx, req)
+	return res
+}
+
+func (s clientSender) calibrate(ctx context.Context, target int, seed int64, opt openai.CalibrateOptions) (openai.Calibration, error) {
+	return s.c.Calibrate(ctx, target, seed, opt)
+}
+
+func (s clientSender) execute(ctx context.Context, plan load.Plan, job load.Job) load.Result {
+	return load.Execute(ctx, plan, job)
+}
+
+func (s clientSender) scrapeMetrics(ctx context.Context) (map[string]float64, error) {
+	return s.c.ScrapeMetrics(ctx)
+}
+
 // Run executes one run against its live target. The report run is returned
 // even on error, holding what was measured.
 func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, error) {
@@ -104,17 +101,12 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 	baseURL := cfg.BaseURL
 	salt := int64(0)
 	if run.Target.Embedded() {
-		srv, err := sim.New(SimConfig(cfg.Sim))
+		url, stop, err := embedded.Start(ctx, cfg.Sim)
 		if err != nil {
-			return out, fmt.Errorf("embedded simulator: %w", err)
+			return out, err
 		}
-		defer srv.Close()
-		// The simulator outlives an interrupt until Run returns, so requests
-		// in flight get their grace period (defer Close ends it).
-		baseURL, err = srv.Start(context.WithoutCancel(ctx), "127.0.0.1:0")
-		if err != nil {
-			return out, fmt.Errorf("embedded simulator: %w", err)
-		}
+		defer stop()
+		baseURL = url
 	} else {
 		// A live server keeps its prefix cache between runs: a per-run salt
 		// keeps "fresh" prompts fresh. The embedded simulator starts empty,
@@ -157,7 +149,7 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		return out, err
 	}
 	defer client.Close()
-	r := &runner{run: run, cfg: cfg, client: client, opts: opts, salt: salt, out: out, metrics: *cfg.Metrics}
+	r := &runner{run: run, cfg: cfg, send: clientSender{client}, opts: opts, salt: salt, out: out, metrics: *cfg.Metrics}
 	hard, cancelHard := afterGrace(ctx, opts.Grace)
 	defer cancelHard()
 	r.hard = hard
@@ -184,19 +176,23 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 			out.Target.Metadata[path] = metadataValue(e)
 		}
 	}
+	return out, r.phases(ctx)
+}
 
-	for _, p := range run.Phases {
+// phases runs every phase in order, each through its kind.
+func (r *runner) phases(ctx context.Context) error {
+	for _, p := range r.run.Phases {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return err
 		}
 		ph, err := r.phase(ctx, p)
-		out.Phases[p.Name] = ph
-		out.PhaseOrder = append(out.PhaseOrder, p.Name)
+		r.out.Phases[p.Name] = ph
+		r.out.PhaseOrder = append(r.out.PhaseOrder, p.Name)
 		if err != nil {
-			return out, fmt.Errorf("phase %s: %w", p.Name, err)
+			return fmt.Errorf("phase %s: %w", p.Name, err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func metadataValue(e openai.MetadataEntry) any {
@@ -219,25 +215,22 @@ func metadataValue(e openai.MetadataEntry) any {
 	return m
 }
 
-// plan is one request of a phase, prepared before it is sent.
-type plan struct {
-	point  string
-	index  int
-	target int // calibrated prompt size, 0 if none
-	req    openai.Request
-}
-
-// phase runs one phase and returns its report (also on error).
+// phase runs one phase through its kind and returns its report (also on error).
 func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, error) {
 	ph := &report.Phase{Kind: p.Kind}
+	kind, ok := Kinds[p.Kind]
+	if !ok {
+		return ph, fmt.Errorf("a live target cannot run a %s phase", p.Kind)
+	}
 	var before map[string]float64
 	var scrapeErr error
 	if r.metrics {
-		before, scrapeErr = r.client.ScrapeMetrics(ctx)
+		before, scrapeErr = r.send.scrapeMetrics(ctx)
 	}
-	err := r.execute(ctx, p, ph)
+	err := kind.Run(ctx, r, p, ph)
+	r.warnings = nil
 	if r.metrics {
-		switch after, err2 := r.client.ScrapeMetrics(ctx); {
+		switch after, err2 := r.send.scrapeMetrics(ctx); {
 		case scrapeErr != nil:
 			ph.ServerMetricsNote = "no /metrics: " + scrapeErr.Error()
 		case err2 != nil:
@@ -278,14 +271,17 @@ func (r *runner) request(prompt string, messages []openai.Message, maxTokens int
 	return req
 }
 
+// calibrated reports whether the phase's synthetic prompts are calibrated.
+func calibrated(p *scenarios.Phase) bool { return p.Prompt.Calibrate == nil || *p.Prompt.Calibrate }
+
 // synthetic returns a prompt of about target tokens, calibrated with the
 // server's tokenizer unless prompt.calibrate is false.
 func (r *runner) synthetic(ctx context.Context, p *scenarios.Phase, ph *report.Phase, target, index int, name string) (string, error) {
 	seed := r.seed(p)
-	if p.Prompt.Calibrate != nil && !*p.Prompt.Calibrate {
+	if !calibrated(p) {
 		return openai.SyntheticPrompt(seed, index, max(1, target*3/4), ""), nil
 	}
-	c, err := r.client.Calibrate(ctx, target, seed, openai.CalibrateOptions{Model: r.model, Index: index})
+	c, err := r.send.calibrate(ctx, target, seed, openai.CalibrateOptions{Model: r.model, Index: index})
 	if err != nil && c.Prompt == "" {
 		return "", fmt.Errorf("calibrating %s to %d tokens: %w", name, target, err)
 	}
@@ -319,184 +315,6 @@ func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []openai.Me
 		return f.Prompt, toMessages(f.Messages), true
 	}
 	return "", nil, false
-}
-
-func (r *runner) execute(ctx context.Context, p *scenarios.Phase, ph *report.Phase) error {
-	var plans []plan
-	add := func(point string, index, target int, prompt string, messages []openai.Message, maxTokens int) {
-		plans = append(plans, plan{point: point, index: index, target: target, req: r.request(prompt, messages, maxTokens)})
-	}
-	// Prompts are prepared (and calibrated) before any measured request, so
-	// calibration traffic never interleaves with the timings.
-	switch p.Kind {
-	case scenarios.PhaseWarmup, scenarios.PhaseDecode:
-		n := p.Repeat
-		if p.Kind == scenarios.PhaseWarmup {
-			n = p.Requests.Count
-		}
-		for i := 0; i < n; i++ {
-			if text, msgs, ok := r.fixedPrompt(p, i); ok {
-				add("", i, 0, text, msgs, p.MaxTokens)
-				continue
-			}
-			prompt, err := r.synthetic(ctx, p, ph, p.PromptTokens[0], i, requestName(p.Name, "", i))
-			if err != nil {
-				return err
-			}
-			add("", i, p.PromptTokens[0], prompt, nil, p.MaxTokens)
-		}
-	case scenarios.PhasePrefill:
-		for si, size := range p.PromptTokens {
-			point := strconv.Itoa(size)
-			for i := 0; i < p.Repeat; i++ {
-				// Distinct per size and repetition, so no prompt reuses another's prefix.
-				prompt, err := r.synthetic(ctx, p, ph, size, si*100_000+i, requestName(p.Name, point, i))
-				if err != nil {
-					return err
-				}
-				add(point, i, size, prompt, nil, p.MaxTokens)
-			}
-		}
-	case scenarios.PhasePrefixCache:
-		size := p.PromptTokens[0]
-		for i := 0; i < p.Repeat; i++ {
-			// A new salt (index) per repetition: each fresh prompt is cold.
-			prompt, err := r.synthetic(ctx, p, ph, size, 1_000_000+i, requestName(p.Name, "fresh", i))
-			if err != nil {
-				return err
-			}
-			suffix := openai.SyntheticPrompt(r.seed(p), 2_000_000+i, max(1, p.SuffixTokens*3/4), "")
-			add("fresh", i, size, prompt, nil, p.MaxTokens)
-			add("identical", i, size, prompt, nil, p.MaxTokens)
-			add("small_suffix", i, size+p.SuffixTokens, prompt+"\n\n"+suffix, nil, p.MaxTokens)
-		}
-	case scenarios.PhaseLoad:
-		return r.loadPhase(ctx, p, ph)
-	case scenarios.PhaseRequests:
-		for rep := 0; rep < p.Repeat; rep++ {
-			for i, spec := range p.Requests.List {
-				mt := p.MaxTokens
-				if spec.MaxTokens > 0 {
-					mt = spec.MaxTokens
-				}
-				add("", rep*len(p.Requests.List)+i, 0, spec.Prompt, toMessages(spec.Messages), mt)
-				plans[len(plans)-1].req.ExtraBody = spec.Body
-			}
-		}
-	default:
-		return fmt.Errorf("a live target cannot run a %s phase", p.Kind)
-	}
-
-	maxRate := 0.0
-	if p.MaxErrorRate != nil {
-		maxRate = *p.MaxErrorRate
-	}
-	// Stop as soon as the error budget for the whole phase is certainly spent.
-	allowed := int(math.Floor(maxRate * float64(len(plans))))
-	all := newAggregator()
-	points := map[string]*aggregator{}
-	var pointOrder []string
-	var samples []report.RequestSample
-	phaseStart := time.Now()
-	var stopErr error
-	for i, pl := range plans {
-		if err := ctx.Err(); err != nil {
-			stopErr = err
-			break
-		}
-		startMS := float64(time.Since(phaseStart).Microseconds()) / 1000
-		res, retries := r.stream(r.hard, pl.req)
-		all.retries += retries
-		if res.Err != nil && res.Err.Class == openai.ClassCanceled && ctx.Err() != nil {
-			stopErr = ctx.Err()
-			break
-		}
-		name := requestName(p.Name, pl.point, pl.index)
-		all.add(res, name)
-		if pl.point != "" {
-			a, ok := points[pl.point]
-			if !ok {
-				a = newAggregator()
-				points[pl.point] = a
-				pointOrder = append(pointOrder, pl.point)
-			}
-			a.add(res, name)
-		}
-		if r.opts.Samples || r.opts.SampleSink != nil {
-			s := sampleOf(res, p.Name, pl.point, pl.index, startMS)
-			if r.opts.Samples {
-				samples = append(samples, s)
-			}
-			if r.opts.SampleSink != nil {
-				r.opts.SampleSink(s)
-			}
-		}
-		if r.opts.Progress != nil {
-			r.opts.Progress(p.Name, i+1, len(plans))
-		}
-		if all.errCount > allowed {
-			stopErr = fmt.Errorf("%w: %d of %d requests failed, over max_error_rate %g (last: %s)", ErrPhase, all.errCount, all.requests, maxRate, res.Err.Error())
-			break
-		}
-	}
-
-	defer func() { r.warnings = nil }()
-	if p.Kind == scenarios.PhaseWarmup {
-		// Warmup is counted but never measured.
-		m := all.metrics()
-		ph.ServingMetrics = &report.ServingMetrics{Requests: m.Requests, Succeeded: m.Succeeded, Errors: m.Errors, Warnings: append([]string{}, r.warnings...)}
-		return stopErr
-	}
-	ph.ServingMetrics = all.metrics()
-	ph.Warnings = append(ph.Warnings, r.warnings...)
-	if len(points) > 0 {
-		pts := map[string]*report.Point{}
-		for _, name := range pointOrder {
-			pt := &report.Point{ServingMetrics: points[name].metrics()}
-			if p.Kind == scenarios.PhasePrefill {
-				pt.TargetPromptTokens, _ = strconv.Atoi(name)
-			}
-			pts[name] = pt
-		}
-		if p.Kind == scenarios.PhasePrefill {
-			ph.ByPromptTokens = pts
-		} else {
-			ph.Variants = pts
-			prefixCacheFindings(ph)
-		}
-	}
-	if r.opts.Samples && samples != nil {
-		ph.Samples = samples
-	}
-	return stopErr
-}
-
-// prefixCacheFindings fills the speedups and warns when cached_tokens shows
-// no reuse, so a cold or evicted cache is never mistaken for a slow one.
-func prefixCacheFindings(ph *report.Phase) {
-	fresh := ph.Variants["fresh"]
-	for _, name := range []string{"identical", "small_suffix"} {
-		v := ph.Variants[name]
-		if v == nil {
-			continue
-		}
-		if fresh != nil && fresh.TTFTMS.P50 != nil && v.TTFTMS.P50 != nil && *v.TTFTMS.P50 > 0 {
-			v.Speedup = report.F(*fresh.TTFTMS.P50 / *v.TTFTMS.P50)
-		}
-		var w string
-		switch {
-		case v.Succeeded == 0:
-		case v.CachedTokens.Count == 0:
-			w = "the server reports no cached_tokens (usage.prompt_tokens_details), so prefix reuse cannot be confirmed"
-		case v.CachedTokens.Max != nil && *v.CachedTokens.Max == 0:
-			w = "cached_tokens is 0 on every request: no prefix reuse (the cache was cold, evicted or disabled)"
-		}
-		if w != "" {
-			v.Warnings = append(v.Warnings, w)
-			ph.Warnings = append(ph.Warnings, name+": "+w)
-		}
-	}
-	sort.Strings(ph.Warnings)
 }
 
 // metricsDelta is after − before for every series that changed, plus, for a
@@ -554,7 +372,7 @@ func (r *runner) stream(ctx context.Context, req openai.Request) (openai.Result,
 	rt := r.cfg.Retries
 	backoff := rt.Backoff.Duration
 	for attempt := 0; ; attempt++ {
-		res, _ := r.client.Stream(ctx, req)
+		res := r.send.stream(ctx, req)
 		e := res.Err
 		if e == nil || attempt >= rt.Max || e.Class != openai.ClassHTTPStatus || (e.Status != 429 && e.Status != 503) {
 			return res, attempt
@@ -591,26 +409,4 @@ func afterGrace(ctx context.Context, grace time.Duration) (context.Context, cont
 		mu.Unlock()
 		cancel()
 	}
-}
-
-// EffectiveSim is the simulator configuration a run will use, defaults
-// filled in, for the report.
-func EffectiveSim(s *scenarios.SimConfig) (map[string]any, error) {
-	srv, err := sim.New(SimConfig(s))
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Close()
-	c := srv.Config()
-	out := map[string]any{
-		"model": c.Model, "max_model_len": c.MaxModelLen, "ttft_base": c.TTFTBase.String(),
-		"prefill_tokens_per_s": c.PrefillTokensPerS, "decode_step": c.DecodeStep.String(),
-		"decode_step_per_seq": c.DecodeStepPerSeq.String(), "max_running_seqs": c.MaxRunningSeqs,
-		"cache_capacity_tokens": c.CacheCapacityTokens, "block_tokens": c.BlockTokens,
-		"disable_prefix_cache": c.DisablePrefixCache, "default_max_tokens": c.DefaultMaxTokens, "seed": c.Seed,
-	}
-	if s != nil && len(s.Faults) > 0 {
-		out["faults"] = s.Faults
-	}
-	return out, nil
 }

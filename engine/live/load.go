@@ -72,8 +72,11 @@ func goodRequest(m openai.Metrics, slo map[string]float64) bool {
 	return true
 }
 
-// loadPhase runs a load phase: one point, or one per sweep value.
-func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.Phase) error {
+// loadKind runs a load phase: one point, or one per sweep value, closed
+// loop (concurrency) or open loop (rate); points holds one entry per value.
+type loadKind struct{}
+
+func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
 	type spec struct {
 		concurrency int
 		rate        float64
@@ -136,7 +139,7 @@ func (r *runner) loadPhase(ctx context.Context, p *scenarios.Phase, ph *report.P
 			}
 			return pr
 		})
-		res := load.Execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
+		res := r.send.execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
 			jctx := jobCtx
 			idx := base + i
 			req := prompts(idx)
@@ -268,8 +271,8 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 		}
 	}
 	tokensPerWord := 4.0 / 3
-	if p.Prompt.Calibrate == nil || *p.Prompt.Calibrate {
-		c, err := r.client.Calibrate(ctx, mean, seed, openai.CalibrateOptions{Model: r.model, Index: 9_000_000})
+	if calibrated(p) {
+		c, err := r.send.calibrate(ctx, mean, seed, openai.CalibrateOptions{Model: r.model, Index: 9_000_000})
 		if err != nil && c.Words == 0 {
 			return nil, fmt.Errorf("calibrating prompts of %d tokens: %w", mean, err)
 		}

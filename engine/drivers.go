@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/embedded"
+	"github.com/tollgate-dev/tollgate/engine/live"
+	"github.com/tollgate-dev/tollgate/engine/seam"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// Driver is a target kind: it can describe the report a run will produce
+// (its shape, for checking gates before anything is sent) and run a
+// scenario run into a report run. A new target kind is one package plus
+// one line in Drivers.
+type Driver interface {
+	// Validate checks what the scenario loader cannot (e.g. the simulator's
+	// own config); an error is an invalid scenario.
+	Validate(run *scenarios.Run) error
+	Shape(run *scenarios.Run, samples bool) (*report.Run, error)
+	Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error)
+}
+
+// RunOptions are what a driver gets for one run.
+type RunOptions struct {
+	Samples    bool
+	LookupEnv  func(string) (string, bool)
+	OnProgress func(live.Progress)
+	SampleSink func(report.RequestSample)
+	// Grace lets requests in flight finish after an interrupt.
+	Grace time.Duration
+}
+
+// Drivers are the target kinds by name.
+var Drivers = map[string]Driver{
+	scenarios.KindSeam:     seamDriver{},
+	scenarios.KindOpenAI:   liveDriver{},
+	scenarios.KindEmbedded: liveDriver{},
+}
+
+func driverOf(run *scenarios.Run) (Driver, error) {
+	d, ok := Drivers[run.Target.Kind]
+	if !ok {
+		return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
+	}
+	return d, nil
+}
+
+// seamDriver: stub seams, deterministic in virtual time.
+type seamDriver struct{}
+
+func (seamDriver) Validate(*scenarios.Run) error { return nil }
+
+// Shape of a seam run is its result: it is deterministic and costs
+// microseconds.
+func (seamDriver) Shape(run *scenarios.Run, samples bool) (*report.Run, error) {
+	return seam.Run(context.Background(), run, samples)
+}
+
+func (seamDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {
+	return seam.Run(ctx, run, opts.Samples)
+}
+
+// liveDriver: an OpenAI-compatible server, or the embedded simulator.
+type liveDriver struct{}
+
+func (liveDriver) Validate(run *scenarios.Run) error {
+	if !run.Target.Embedded() {
+		return nil
+	}
+	if err := embedded.Validate(run.Target.OpenAI.Sim); err != nil {
+		return fmt.Errorf("%s: targets.%s.sim: %w", run.Target.Pos, run.Target.Name, err)
+	}
+	return nil
+}
+
+func (liveDriver) Shape(run *scenarios.Run, samples bool) (*report.Run, error) {
+	return live.Shape(run, samples), nil
+}
+
+func (liveDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {
+	return live.Run(ctx, run, live.Options{LookupEnv: opts.LookupEnv, Samples: opts.Samples,
+		OnProgress: opts.OnProgress, SampleSink: opts.SampleSink, Grace: opts.Grace})
+}

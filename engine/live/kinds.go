@@ -1,0 +1,157 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// PhaseKind is one kind of live phase. Run fills ph: it plans the phase's
+// requests, sends them through r (real or placeholder, the code is the same)
+// and lays the results out under the keys the kind produces. A new kind is
+// one file with one type and one line in Kinds.
+type PhaseKind interface {
+	Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error
+}
+
+// Kinds are the live phase kinds by name.
+var Kinds = map[string]PhaseKind{
+	scenarios.PhaseWarmup:      warmupKind{},
+	scenarios.PhasePrefill:     prefillKind{},
+	scenarios.PhaseDecode:      decodeKind{},
+	scenarios.PhasePrefixCache: prefixCacheKind{},
+	scenarios.PhaseRequests:    requestsKind{},
+	scenarios.PhaseLoad:        loadKind{},
+}
+
+// step is one request of a phase. Point names the breakdown it belongs to
+// ("" for none).
+type step struct {
+	point string
+	index int
+	req   openai.Request
+}
+
+// outcome is a sent step and what came back.
+type outcome struct {
+	step
+	res openai.Result
+}
+
+// Plan yields a phase's requests one at a time. Next sees the previous
+// outcome (nil before the first), so a request may depend on a reply (the
+// next turn of a conversation); ok is false when the phase is done.
+type Plan interface {
+	Next(prev *outcome) (s step, ok bool)
+	// Len is the number of steps when known in advance (for the error
+	// budget and progress), else 0.
+	Len() int
+}
+
+// fixedPlan is a list of requests prepared before any is sent, so
+// calibration traffic never interleaves with the timings.
+type fixedPlan struct {
+	steps []step
+	next  int
+}
+
+func (f *fixedPlan) add(point string, index int, req openai.Request) {
+	f.steps = append(f.steps, step{point: point, index: index, req: req})
+}
+
+func (f *fixedPlan) Next(*outcome) (step, bool) {
+	if f.next >= len(f.steps) {
+		return step{}, false
+	}
+	f.next++
+	return f.steps[f.next-1], true
+}
+
+func (f *fixedPlan) Len() int { return len(f.steps) }
+
+// folded is a sequential phase's results: all requests, and per point in
+// first-seen order.
+type folded struct {
+	all     *aggregator
+	points  map[string]*aggregator
+	order   []string
+	samples []report.RequestSample
+}
+
+// point returns the named point's aggregate (nil when none ran).
+func (f *folded) point(name string) *report.Point {
+	a := f.points[name]
+	if a == nil {
+		return nil
+	}
+	return &report.Point{ServingMetrics: a.metrics()}
+}
+
+// sequential sends a plan's requests one after another and folds them. It
+// stops at an interrupt or when the phase's error budget is certainly spent;
+// the error says why, and the fold holds what was measured.
+func (r *runner) sequential(ctx context.Context, p *scenarios.Phase, plan Plan) (*folded, error) {
+	maxRate := 0.0
+	if p.MaxErrorRate != nil {
+		maxRate = *p.MaxErrorRate
+	}
+	allowed := int(math.Floor(maxRate * float64(plan.Len())))
+	f := &folded{all: newAggregator(), points: map[string]*aggregator{}}
+	phaseStart := time.Now()
+	var prev *outcome
+	for {
+		s, ok := plan.Next(prev)
+		if !ok {
+			return f, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return f, err
+		}
+		startMS := float64(time.Since(phaseStart).Microseconds()) / 1000
+		res, retries := r.stream(r.hard, s.req)
+		if res.Err != nil && res.Err.Class == openai.ClassCanceled && ctx.Err() != nil {
+			return f, ctx.Err()
+		}
+		f.all.retries += retries
+		name := requestName(p.Name, s.point, s.index)
+		f.all.add(res, name)
+		if s.point != "" {
+			a, ok := f.points[s.point]
+			if !ok {
+				a = newAggregator()
+				f.points[s.point] = a
+				f.order = append(f.order, s.point)
+			}
+			a.retries += retries
+			a.add(res, name)
+		}
+		if r.opts.Samples || r.opts.SampleSink != nil {
+			smp := sampleOf(res, p.Name, s.point, s.index, startMS)
+			if r.opts.Samples {
+				f.samples = append(f.samples, smp)
+			}
+			if r.opts.SampleSink != nil {
+				r.opts.SampleSink(smp)
+			}
+		}
+		if f.all.errCount > allowed {
+			return f, fmt.Errorf("%w: %d of %d requests failed, over max_error_rate %g (last: %s)", ErrPhase, f.all.errCount, f.all.requests, maxRate, res.Err.Error())
+		}
+		prev = &outcome{step: s, res: res}
+	}
+}
+
+// measured lays out what every measured sequential phase shows: the
+// phase's metrics, its warnings and, when asked, its samples.
+func (r *runner) measured(f *folded, ph *report.Phase) {
+	ph.ServingMetrics = f.all.metrics()
+	ph.Warnings = append(ph.Warnings, r.warnings...)
+	if r.opts.Samples && f.samples != nil {
+		ph.Samples = f.samples
+	}
+}

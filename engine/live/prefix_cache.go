@@ -1,0 +1,76 @@
+package live
+
+import (
+	"context"
+	"sort"
+
+	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// Variants of a prefix_cache phase, in the order they are sent.
+const (
+	VariantFresh       = "fresh"
+	VariantIdentical   = "identical"
+	VariantSmallSuffix = "small_suffix"
+)
+
+// prefixCacheKind sends, per repetition, a cold prompt, the same prompt
+// again, and the prompt with a short suffix: variants holds the three, with
+// each reuse's speedup over fresh.
+type prefixCacheKind struct{}
+
+func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
+	plan := &fixedPlan{}
+	size := p.PromptTokens[0]
+	for i := 0; i < p.Repeat; i++ {
+		// A new salt (index) per repetition: each fresh prompt is cold.
+		prompt, err := r.synthetic(ctx, p, ph, size, 1_000_000+i, requestName(p.Name, VariantFresh, i))
+		if err != nil {
+			return err
+		}
+		suffix := openai.SyntheticPrompt(r.seed(p), 2_000_000+i, max(1, p.SuffixTokens*3/4), "")
+		plan.add(VariantFresh, i, r.request(prompt, nil, p.MaxTokens))
+		plan.add(VariantIdentical, i, r.request(prompt, nil, p.MaxTokens))
+		plan.add(VariantSmallSuffix, i, r.request(prompt+"\n\n"+suffix, nil, p.MaxTokens))
+	}
+	f, err := r.sequential(ctx, p, plan)
+	r.measured(f, ph)
+	if len(f.order) > 0 {
+		ph.Variants = map[string]*report.Point{}
+		for _, name := range f.order {
+			ph.Variants[name] = f.point(name)
+		}
+		prefixCacheFindings(ph)
+	}
+	return err
+}
+
+// prefixCacheFindings fills the speedups and warns when cached_tokens shows
+// no reuse, so a cold or evicted cache is never mistaken for a slow one.
+func prefixCacheFindings(ph *report.Phase) {
+	fresh := ph.Variants[VariantFresh]
+	for _, name := range []string{VariantIdentical, VariantSmallSuffix} {
+		v := ph.Variants[name]
+		if v == nil {
+			continue
+		}
+		if fresh != nil && fresh.TTFTMS.P50 != nil && v.TTFTMS.P50 != nil && *v.TTFTMS.P50 > 0 {
+			v.Speedup = report.F(*fresh.TTFTMS.P50 / *v.TTFTMS.P50)
+		}
+		var w string
+		switch {
+		case v.Succeeded == 0:
+		case v.CachedTokens.Count == 0:
+			w = "the server reports no cached_tokens (usage.prompt_tokens_details), so prefix reuse cannot be confirmed"
+		case v.CachedTokens.Max != nil && *v.CachedTokens.Max == 0:
+			w = "cached_tokens is 0 on every request: no prefix reuse (the cache was cold, evicted or disabled)"
+		}
+		if w != "" {
+			v.Warnings = append(v.Warnings, w)
+			ph.Warnings = append(ph.Warnings, name+": "+w)
+		}
+	}
+	sort.Strings(ph.Warnings)
+}

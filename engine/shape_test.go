@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/embedded"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// paths lists every gate-addressable path of a report's JSON: object keys
+// joined with dots, array elements as [] (so one sample stands for all),
+// arrays of scalars as the array itself.
+func paths(t *testing.T, r *report.Report) map[string]bool {
+	t.Helper()
+	data, err := json.Marshal(r.Runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if len(x) == 0 {
+				out[prefix] = true
+			}
+			for k, e := range x {
+				walk(prefix+"."+k, e)
+			}
+		case []any:
+			objects := false
+			for _, e := range x {
+				if m, ok := e.(map[string]any); ok && len(m) > 0 {
+					objects = true
+					walk(prefix+"[]", e)
+				}
+			}
+			if !objects {
+				out[prefix] = true
+			}
+		default:
+			out[prefix] = true
+		}
+	}
+	walk("runs", v)
+	return out
+}
+
+// wildcard reports whether a shape path with * segments matches p.
+func wildcard(shape, p string) bool {
+	ss, ps := strings.Split(shape, "."), strings.Split(p, ".")
+	for i, s := range ss {
+		if i >= len(ps) {
+			return false
+		}
+		if s == "*" {
+			// * stands for one key and whatever lies under it.
+			if i == len(ss)-1 {
+				return true
+			}
+			continue
+		}
+		if s != ps[i] {
+			return false
+		}
+	}
+	return len(ss) == len(ps)
+}
+
+// samePaths fails with every path only one of the two reports has.
+func samePaths(t *testing.T, shape, real map[string]bool) {
+	t.Helper()
+	var onlyShape, onlyReal []string
+	for p := range real {
+		if shape[p] {
+			continue
+		}
+		if !slices.ContainsFunc(keys(shape), func(s string) bool { return strings.Contains(s, "*") && wildcard(s, p) }) {
+			onlyReal = append(onlyReal, p)
+		}
+	}
+	for p := range shape {
+		if real[p] {
+			continue
+		}
+		if !strings.Contains(p, "*") || !slices.ContainsFunc(keys(real), func(r string) bool { return wildcard(p, r) }) {
+			onlyShape = append(onlyShape, p)
+		}
+	}
+	sort.Strings(onlyShape)
+	sort.Strings(onlyReal)
+	if len(onlyShape) > 0 {
+		t.Errorf("%d paths in the shape only (gates would load and then error):\n  %s", len(onlyShape), strings.Join(onlyShape, "\n  "))
+	}
+	if len(onlyReal) > 0 {
+		t.Errorf("%d paths in the report only (gates on them would be refused):\n  %s", len(onlyReal), strings.Join(onlyReal, "\n  "))
+	}
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ignored are paths whose presence depends on the server's answers or the
+// wall clock, not on the scenario: a placeholder cannot know them.
+func ignored(p string) bool {
+	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata."} {
+		if strings.Contains(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func filter(m map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for p := range m {
+		if !ignored(p) {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+func shapeAndRun(t *testing.T, sc *scenarios.Scenario) (map[string]bool, map[string]bool) {
+	t.Helper()
+	shape, err := Shape(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := New(sc, Options{})
+	if err := Run(ctx, sc, r, Options{}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return filter(paths(t, shape)), filter(paths(t, r))
+}
+
+// TestShapeIsTheReport: for every example, the paths a gate may read in the
+// shape are exactly the paths of a real run's report, both ways.
+func TestShapeIsTheReport(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no examples")
+	}
+	fast := map[string][]string{
+		"serving.yaml":    {"vars.repetitions=1"},
+		"load-sweep.yaml": {"phases.load.sweep.concurrency=[1, 4]", "phases.load.requests=8"},
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			sc, err := scenarios.Load(f, scenarios.Options{Sets: fast[filepath.Base(f)]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if filepath.Base(f) == "faults.yaml" {
+				t.Skip("faults.yaml fails requests on purpose: error examples and retries differ run to run")
+			}
+			shape, real := shapeAndRun(t, sc)
+			samePaths(t, shape, real)
+		})
+	}
+}
+
+// TestShapeIsTheReportForEveryKind: every phase kind × live target kind
+// (the embedded simulator, and the simulator as an openai server), with
+// samples, streamed and not. Tokens are 5 ms apart so that a late read on a
+// loaded machine does not merge them into one arrival (no decode interval).
+func TestShapeIsTheReportForEveryKind(t *testing.T) {
+	phases := map[string]string{
+		"warmup":       `{requests: 2}`,
+		"prefill":      `{prompt_tokens: [32, 64], repeat: 2}`,
+		"decode":       `{prompt_tokens: 32, max_tokens: 4, repeat: 2}`,
+		"prefix_cache": `{prompt_tokens: 64, suffix_tokens: 8, repeat: 2}`,
+		"requests":     `{kind: requests, requests: [{messages: [{role: user, content: hi}], max_tokens: 3}]}`,
+		"load":         `{kind: load, sweep: {concurrency: [1, 2]}, requests: 4, prompt_tokens: 16, max_tokens: 4, slo: {ttft_ms: 1000}}`,
+		"load_rate":    `{kind: load, rate: 200, requests: 4, prompt_tokens: 16, max_tokens: 4}`,
+	}
+	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: 5 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	targets := map[string]string{
+		"embedded": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms}}`,
+		"openai":   `{kind: openai, base_url: "` + url + `", stream: %v}`,
+	}
+	for name, spec := range phases {
+		for kind, target := range targets {
+			for _, stream := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s %s stream=%v", name, kind, stream), func(t *testing.T) {
+					src := fmt.Sprintf(`
+name: kinds
+targets:
+  sim: `+target+`
+phases:
+  %s: %s
+report: {samples: true}
+`, stream, name, spec)
+					sc, err := scenarios.Parse("kinds.yaml", []byte(src), scenarios.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					shape, real := shapeAndRun(t, sc)
+					samePaths(t, shape, real)
+				})
+			}
+		}
+	}
+}
