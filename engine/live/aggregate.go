@@ -3,7 +3,7 @@ package live
 import (
 	"fmt"
 
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/stats"
 )
@@ -29,7 +29,7 @@ type aggregator struct {
 
 // errorClasses are every class a request can fail with; by_class lists all
 // of them (0 when none), so a gate on one class never reads a missing key.
-var errorClasses = openai.ErrorClasses
+var errorClasses = measure.ErrorClasses
 
 func newAggregator() *aggregator {
 	a := &aggregator{sources: map[string]int{}, clocks: map[string]int{}, byClass: map[string]int{},
@@ -58,7 +58,7 @@ func addInt(h *stats.Histogram, v *int) {
 
 // add records one request. Failed requests count toward errors only: their
 // partial timings would bias latency low (a fast 500 is not a fast answer).
-func (a *aggregator) add(res openai.Result, name string) {
+func (a *aggregator) add(res measure.Result, name string) {
 	a.requests++
 	a.staleRetries += res.StaleConnectionRetries
 	if res.Err != nil {
@@ -121,7 +121,7 @@ func (a *aggregator) metrics() *report.ServingMetrics {
 	return m
 }
 
-func sampleOf(res openai.Result, phase, point string, index int, startMS float64) report.RequestSample {
+func sampleOf(res measure.Result, phase, point string, index int, startMS float64) report.RequestSample {
 	m := res.Metrics
 	s := report.RequestSample{
 		Phase: phase, Point: point, Index: index, StartMS: startMS, OK: res.Err == nil,

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -34,13 +34,13 @@ var Kinds = map[string]PhaseKind{
 type step struct {
 	point string
 	index int
-	req   openai.Request
+	req   measure.Request
 }
 
 // outcome is a sent step and what came back.
 type outcome struct {
 	step
-	res openai.Result
+	res measure.Result
 }
 
 // Plan yields a phase's requests one at a time. Next sees the previous
@@ -60,7 +60,7 @@ type fixedPlan struct {
 	next  int
 }
 
-func (f *fixedPlan) add(point string, index int, req openai.Request) {
+func (f *fixedPlan) add(point string, index int, req measure.Request) {
 	f.steps = append(f.steps, step{point: point, index: index, req: req})
 }
 
@@ -114,7 +114,7 @@ func (r *runner) sequential(ctx context.Context, p *scenarios.Phase, plan Plan) 
 		}
 		startMS := float64(time.Since(phaseStart).Microseconds()) / 1000
 		res, retries := r.stream(r.hard, s.req)
-		if res.Err != nil && res.Err.Class == openai.ClassCanceled && ctx.Err() != nil {
+		if res.Err != nil && res.Err.Class == measure.ClassCanceled && ctx.Err() != nil {
 			return f, ctx.Err()
 		}
 		f.all.retries += retries

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/load"
+	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -48,8 +49,8 @@ var ErrPhase = errors.New("phase stopped")
 // sender is what phases send through: the target's client on a real run,
 // placeholders when the shape is built.
 type sender interface {
-	stream(ctx context.Context, req openai.Request) openai.Result
-	calibrate(ctx context.Context, target int, seed int64, opt openai.CalibrateOptions) (openai.Calibration, error)
+	stream(ctx context.Context, req measure.Request) measure.Result
+	calibrate(ctx context.Context, target int, seed int64, opt measure.CalibrateOptions) (measure.Calibration, error)
 	// execute runs one load point.
 	execute(ctx context.Context, plan load.Plan, job load.Job) load.Result
 	scrapeMetrics(ctx context.Context) (map[string]float64, error)
@@ -73,14 +74,14 @@ type runner struct {
 }
 
 // clientSender sends through the target's real client.
-type clientSender struct{ c *openai.Client }
+type clientSender struct{ c measure.Client }
 
-func (s clientSender) stream(ctx context.Context, req openai.Request) openai.Result {
+func (s clientSender) stream(ctx context.Context, req measure.Request) measure.Result {
 	res, _ := s.c.Stream(ctx, req)
 	return res
 }
 
-func (s clientSender) calibrate(ctx context.Context, target int, seed int64, opt openai.CalibrateOptions) (openai.Calibration, error) {
+func (s clientSender) calibrate(ctx context.Context, target int, seed int64, opt measure.CalibrateOptions) (measure.Calibration, error) {
 	return s.c.Calibrate(ctx, target, seed, opt)
 }
 
@@ -90,6 +91,36 @@ func (s clientSender) execute(ctx context.Context, plan load.Plan, job load.Job)
 
 func (s clientSender) scrapeMetrics(ctx context.Context) (map[string]float64, error) {
 	return s.c.ScrapeMetrics(ctx)
+}
+
+// Connect is what a protocol's client is built from.
+type Connect struct {
+	BaseURL string
+	APIKey  string
+	// Secrets are further values to redact from every message.
+	Secrets []string
+	Target  *scenarios.OpenAITarget
+	// MaxConns sizes the keep-alive pool.
+	MaxConns int
+}
+
+// Protocols build a target's client by target kind: a new wire protocol is
+// one package plus one line here.
+var Protocols = map[string]func(Connect) (measure.Client, error){
+	scenarios.KindOpenAI:   openaiClient,
+	scenarios.KindEmbedded: openaiClient,
+}
+
+func openaiClient(c Connect) (measure.Client, error) {
+	cfg := c.Target
+	return openai.New(openai.Config{
+		Secrets: c.Secrets,
+		BaseURL: c.BaseURL, APIKey: c.APIKey, Headers: cfg.Headers, ExtraBody: cfg.Body,
+		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
+		IdleTimeout: cfg.Timeouts.Idle.Duration, TotalTimeout: cfg.Timeouts.Total.Duration,
+		CAFile: cfg.CAFile, MaxConns: c.MaxConns, MaxLineBytes: int(cfg.MaxLineBytes),
+		UserspaceClock: cfg.ArrivalClock == "read",
+	})
 }
 
 // Run executes one run against its live target. The report run is returned
@@ -137,14 +168,11 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 			}
 		}
 	}
-	client, err := openai.New(openai.Config{
-		Secrets: secrets,
-		BaseURL: baseURL, APIKey: apiKey, Headers: cfg.Headers, ExtraBody: cfg.Body,
-		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
-		IdleTimeout: cfg.Timeouts.Idle.Duration, TotalTimeout: cfg.Timeouts.Total.Duration,
-		CAFile: cfg.CAFile, MaxConns: poolSize(run.Phases), MaxLineBytes: int(cfg.MaxLineBytes),
-		UserspaceClock: cfg.ArrivalClock == "read",
-	})
+	newClient, ok := Protocols[run.Target.Kind]
+	if !ok {
+		return out, fmt.Errorf("target kind %q speaks no known protocol", run.Target.Kind)
+	}
+	client, err := newClient(Connect{BaseURL: baseURL, APIKey: apiKey, Secrets: secrets, Target: cfg, MaxConns: poolSize(run.Phases)})
 	if err != nil {
 		return out, err
 	}
@@ -195,7 +223,7 @@ func (r *runner) phases(ctx context.Context) error {
 	return nil
 }
 
-func metadataValue(e openai.MetadataEntry) any {
+func metadataValue(e measure.MetadataEntry) any {
 	if len(e.JSON) > 0 {
 		var v any
 		if json.Unmarshal(e.JSON, &v) == nil {
@@ -251,9 +279,9 @@ func (r *runner) seed(p *scenarios.Phase) int64 {
 	return p.Seed + r.salt + int64(h.Sum64()>>33)
 }
 
-func (r *runner) request(prompt string, messages []openai.Message, maxTokens int) openai.Request {
-	req := openai.Request{Endpoint: r.cfg.Endpoint, Model: r.model, MaxTokens: maxTokens, Stream: *r.cfg.Stream}
-	if req.Endpoint == openai.EndpointCompletions {
+func (r *runner) request(prompt string, messages []measure.Message, maxTokens int) measure.Request {
+	req := measure.Request{Endpoint: r.cfg.Endpoint, Model: r.model, MaxTokens: maxTokens, Stream: *r.cfg.Stream}
+	if req.Endpoint == measure.EndpointCompletions {
 		if prompt == "" {
 			parts := make([]string, len(messages))
 			for i, m := range messages {
@@ -265,7 +293,7 @@ func (r *runner) request(prompt string, messages []openai.Message, maxTokens int
 		return req
 	}
 	if messages == nil {
-		messages = []openai.Message{{Role: "user", Content: prompt}}
+		messages = []measure.Message{{Role: "user", Content: prompt}}
 	}
 	req.Messages = messages
 	return req
@@ -281,7 +309,7 @@ func (r *runner) synthetic(ctx context.Context, p *scenarios.Phase, ph *report.P
 	if !calibrated(p) {
 		return openai.SyntheticPrompt(seed, index, max(1, target*3/4), ""), nil
 	}
-	c, err := r.send.calibrate(ctx, target, seed, openai.CalibrateOptions{Model: r.model, Index: index})
+	c, err := r.send.calibrate(ctx, target, seed, measure.CalibrateOptions{Model: r.model, Index: index})
 	if err != nil && c.Prompt == "" {
 		return "", fmt.Errorf("calibrating %s to %d tokens: %w", name, target, err)
 	}
@@ -294,19 +322,19 @@ func (r *runner) synthetic(ctx context.Context, p *scenarios.Phase, ph *report.P
 	return c.Prompt, nil
 }
 
-func toMessages(ms []scenarios.MessageSpec) []openai.Message {
+func toMessages(ms []scenarios.MessageSpec) []measure.Message {
 	if len(ms) == 0 {
 		return nil
 	}
-	out := make([]openai.Message, len(ms))
+	out := make([]measure.Message, len(ms))
 	for i, m := range ms {
-		out[i] = openai.Message{Role: m.Role, Content: m.Content}
+		out[i] = measure.Message{Role: m.Role, Content: m.Content}
 	}
 	return out
 }
 
 // fixedPrompt returns prompt.text, or the index-th line of prompt.file (cycling).
-func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []openai.Message, bool) {
+func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []measure.Message, bool) {
 	if p.Prompt.Text != "" {
 		return p.Prompt.Text, nil, true
 	}
@@ -368,13 +396,13 @@ func poolSize(phases []*scenarios.Phase) int {
 // stream sends a request, retrying 429 and 503 answers when the target
 // allows it. Only the last attempt is measured: a retried attempt's time
 // is never mixed into latency; the number of retries is returned apart.
-func (r *runner) stream(ctx context.Context, req openai.Request) (openai.Result, int) {
+func (r *runner) stream(ctx context.Context, req measure.Request) (measure.Result, int) {
 	rt := r.cfg.Retries
 	backoff := rt.Backoff.Duration
 	for attempt := 0; ; attempt++ {
 		res := r.send.stream(ctx, req)
 		e := res.Err
-		if e == nil || attempt >= rt.Max || e.Class != openai.ClassHTTPStatus || (e.Status != 429 && e.Status != 503) {
+		if e == nil || attempt >= rt.Max || e.Class != measure.ClassHTTPStatus || (e.Status != 429 && e.Status != 503) {
 			return res, attempt
 		}
 		wait := max(backoff, e.RetryAfter) // never sooner than the server asked

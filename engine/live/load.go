@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/load"
+	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -41,7 +42,7 @@ type point struct {
 }
 
 // goodRequest reports whether a successful request met every SLO limit.
-func goodRequest(m openai.Metrics, slo map[string]float64) bool {
+func goodRequest(m measure.Metrics, slo map[string]float64) bool {
 	for k, limit := range slo {
 		var v *float64
 		switch k {
@@ -152,7 +153,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			defer st.mu.Unlock()
 			inflight--
 			done++
-			if out.Err != nil && out.Err.Class == openai.ClassCanceled && jobCtx.Err() != nil {
+			if out.Err != nil && out.Err.Class == measure.ClassCanceled && jobCtx.Err() != nil {
 				return // stopped by us or the user: not the server's error
 			}
 			name := requestName(p.Name, label, i)
@@ -248,14 +249,14 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 // loadPrompts returns the request for global index i. Synthetic prompts are
 // sized with one calibration per phase (tokens per word at the mean size),
 // since calibrating each of thousands of requests would flood the server.
-func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report.Phase) (func(i int) openai.Request, error) {
+func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report.Phase) (func(i int) measure.Request, error) {
 	seed := r.seed(p)
 	maxTokens := func(rng *rand.Rand) int { return p.MaxTokens }
 	if d := p.MaxTokensDist; d != nil {
 		maxTokens = func(rng *rand.Rand) int { return draw(d, rng) }
 	}
 	if p.Prompt.Text != "" || len(p.FilePrompts) > 0 {
-		return func(i int) openai.Request {
+		return func(i int) measure.Request {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 			text, msgs, _ := r.fixedPrompt(p, i)
 			return r.request(text, msgs, maxTokens(rng))
@@ -272,7 +273,7 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 	}
 	tokensPerWord := 4.0 / 3
 	if calibrated(p) {
-		c, err := r.send.calibrate(ctx, mean, seed, openai.CalibrateOptions{Model: r.model, Index: 9_000_000})
+		c, err := r.send.calibrate(ctx, mean, seed, measure.CalibrateOptions{Model: r.model, Index: 9_000_000})
 		if err != nil && c.Words == 0 {
 			return nil, fmt.Errorf("calibrating prompts of %d tokens: %w", mean, err)
 		}
@@ -289,7 +290,7 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 			prefixes = append(prefixes, openai.SyntheticPrompt(seed, 3_000_000+g, words(sp.PrefixTokens), ""))
 		}
 	}
-	return func(i int) openai.Request {
+	return func(i int) measure.Request {
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 		tokens := mean
 		if len(p.PromptTokens) == 0 && p.PromptDist != nil {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/load"
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -24,9 +24,9 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 	if *cfg.Metadata {
 		out.Target.Metadata = map[string]any{"*": map[string]any{"*": 1.0}}
 	}
-	clock := openai.ArrivalKernel
+	clock := measure.ArrivalKernel
 	if cfg.ArrivalClock == "read" {
-		clock = openai.ArrivalRead
+		clock = measure.ArrivalRead
 	}
 	r := &runner{run: run, cfg: cfg, send: &shapeSender{clock: clock}, model: "shape", opts: Options{Samples: samples},
 		out: out, metrics: *cfg.Metrics, hard: context.Background()}
@@ -43,15 +43,15 @@ type shapeSender struct {
 
 // placeholder is a successful result for req with every value the real
 // client would measure for such a request, and only those.
-func (s *shapeSender) stream(_ context.Context, req openai.Request) openai.Result {
+func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Result {
 	one, f := 1, 1.0
 	completion := max(req.MaxTokens, 2)
 	if req.MaxTokens == 1 {
 		completion = 1
 	}
-	m := openai.Metrics{TTFBMs: &f, E2EMs: 1, PromptTokens: &one, CompletionTokens: &completion, CachedTokens: &one,
-		TokenCountSource: openai.SourceUsage, UsageSeen: true, FinishReason: "length"}
-	res := openai.Result{HTTPStatus: 200}
+	m := measure.Metrics{TTFBMs: &f, E2EMs: 1, PromptTokens: &one, CompletionTokens: &completion, CachedTokens: &one,
+		TokenCountSource: measure.SourceUsage, UsageSeen: true, FinishReason: "length"}
+	res := measure.Result{HTTPStatus: 200}
 	if req.Stream {
 		res.ArrivalClock = s.clock
 		m.TTFTMs, m.PrefillTokensPerS, m.SSETokenEvents, m.DoneSeen = &f, &f, completion, true
@@ -63,8 +63,8 @@ func (s *shapeSender) stream(_ context.Context, req openai.Request) openai.Resul
 	return res
 }
 
-func (s *shapeSender) calibrate(_ context.Context, target int, _ int64, _ openai.CalibrateOptions) (openai.Calibration, error) {
-	return openai.Calibration{Prompt: "shape", Words: 1, Tokens: target, Target: target, Method: "shape", Iterations: 1}, nil
+func (s *shapeSender) calibrate(_ context.Context, target int, _ int64, _ measure.CalibrateOptions) (measure.Calibration, error) {
+	return measure.Calibration{Prompt: "shape", Words: 1, Tokens: target, Target: target, Method: "shape", Iterations: 1}, nil
 }
 
 // execute runs two jobs a millisecond apart, so every rate and duration of

@@ -11,48 +11,6 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/openai/sse"
 )
 
-// Token count sources, reported as token_count_source.
-const (
-	SourceUsage     = "usage"      // the server's usage object
-	SourceTimings   = "timings"    // llama.cpp's timings object (no usage sent)
-	SourceSSEEvents = "sse_events" // counted token-bearing events; the server gave no counts
-)
-
-// Metrics are the per-request measurements. Optional figures are nil pointers
-// when they cannot be computed (never 0 or NaN), so aggregates can skip them.
-type Metrics struct {
-	// TTFBMs: request start → first response byte.
-	TTFBMs *float64 `json:"ttfb_ms,omitempty"`
-	// TTFTMs: request start → first event with a non-empty content,
-	// reasoning_content/reasoning, tool_calls delta or completions text.
-	TTFTMs *float64 `json:"ttft_ms,omitempty"`
-	// E2EMs: request start → end of stream.
-	E2EMs float64 `json:"e2e_ms"`
-	// DecodeTokensPerS: (completion_tokens − 1) / (t_last_token − t_first_token).
-	DecodeTokensPerS *float64 `json:"decode_tokens_per_s,omitempty"`
-	// TPOTMs: (t_last_token − t_first_token) / (completion_tokens − 1).
-	TPOTMs *float64 `json:"tpot_ms,omitempty"`
-	// ITLMs: gaps between consecutive token-bearing events.
-	ITLMs []float64 `json:"itl_ms,omitempty"`
-	// PrefillTokensPerS: (prompt_tokens − cached_tokens) / ttft.
-	PrefillTokensPerS *float64 `json:"prefill_tokens_per_s,omitempty"`
-
-	PromptTokens     *int `json:"prompt_tokens,omitempty"`
-	CompletionTokens *int `json:"completion_tokens,omitempty"`
-	CachedTokens     *int `json:"cached_tokens,omitempty"`
-	// TokenCountSource is SourceUsage, SourceTimings or SourceSSEEvents.
-	TokenCountSource string `json:"token_count_source,omitempty"`
-
-	SSETokenEvents     int    `json:"sse_token_events"`
-	SSEEvents          int    `json:"sse_events"`
-	FinishReason       string `json:"finish_reason,omitempty"`
-	OutputTextBytes    int    `json:"output_text_bytes"`
-	ReasoningTextBytes int    `json:"reasoning_text_bytes,omitempty"`
-	DoneSeen           bool   `json:"done_seen"`
-	UsageSeen          bool   `json:"usage_seen"`
-	KeepAliveComments  int    `json:"keepalive_comments,omitempty"`
-}
-
 // StreamError is an error the server reported inside the stream, as a
 // {"error": {...}} data line, {"object": "error", ...} or "event: error".
 type StreamError struct {

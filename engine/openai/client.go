@@ -214,93 +214,6 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	return req, nil
 }
 
-// Message is one chat message.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-// Endpoints for Request.Endpoint.
-const (
-	EndpointChat        = "chat"        // /v1/chat/completions with messages
-	EndpointCompletions = "completions" // /v1/completions with prompt
-)
-
-// Request is one generation request.
-type Request struct {
-	Endpoint  string // EndpointChat (default) or EndpointCompletions
-	Model     string
-	Messages  []Message // chat
-	Prompt    string    // completions
-	MaxTokens int       // 0: not sent
-	// Stream requests SSE; false measures latency only, with usage from the
-	// JSON body.
-	Stream bool
-	// ExtraBody is merged after Config.ExtraBody, for per-request fields.
-	ExtraBody map[string]any
-}
-
-// ErrorClass classifies a failed request.
-type ErrorClass string
-
-// Error classes.
-const (
-	ClassConnect           ErrorClass = "connect"
-	ClassTimeoutFirstToken ErrorClass = "timeout_first_token"
-	ClassTimeoutIdle       ErrorClass = "timeout_idle"
-	ClassTimeoutTotal      ErrorClass = "timeout_total"
-	ClassHTTPStatus        ErrorClass = "http_status"
-	// ClassProtocol covers malformed streams, oversized lines and error
-	// events sent inside a 200 stream (then Unwrap yields a *StreamError).
-	ClassProtocol ErrorClass = "protocol"
-	ClassReset    ErrorClass = "reset"
-	ClassCanceled ErrorClass = "canceled"
-	// ClassStaleConnection: a reused keep-alive connection failed before
-	// any response byte and was not retried (Config.NoStaleRetry).
-	ClassStaleConnection ErrorClass = "stale_connection"
-)
-
-// ErrorClasses lists every class a request can fail with, in report order.
-var ErrorClasses = []ErrorClass{
-	ClassConnect, ClassTimeoutFirstToken, ClassTimeoutIdle, ClassTimeoutTotal,
-	ClassHTTPStatus, ClassProtocol, ClassReset, ClassCanceled, ClassStaleConnection,
-}
-
-// Error is a classified request failure. Message never holds the API key.
-type Error struct {
-	Class   ErrorClass `json:"class"`
-	Status  int        `json:"status,omitempty"`
-	Message string     `json:"message"`
-	// RetryAfter is the server's Retry-After on an http_status error (0 when absent).
-	RetryAfter time.Duration `json:"-"`
-	cause      error
-}
-
-func (e *Error) Error() string { return "openai: " + string(e.Class) + ": " + e.Message }
-
-// Unwrap returns the underlying error (e.g. *StreamError, *sse.LimitError).
-func (e *Error) Unwrap() error { return e.cause }
-
-// Arrival clocks: where a streamed request's arrival times came from.
-const (
-	ArrivalKernel = "kernel" // SO_TIMESTAMPNS receive times
-	ArrivalRead   = "read"   // taken when the read returned
-)
-
-// Result is the outcome of one request: metrics (possibly partial), transport
-// facts and, on failure, the classified error.
-type Result struct {
-	// ArrivalClock says how arrival times were taken (ArrivalKernel or ArrivalRead).
-	ArrivalClock string `json:"arrival_clock,omitempty"`
-	Metrics
-	HTTPStatus    int   `json:"http_status,omitempty"`
-	BytesReceived int64 `json:"bytes_received"`
-	// StaleConnectionRetries counts sends repeated on a fresh connection
-	// because a reused one failed before any response byte (0 or 1).
-	StaleConnectionRetries int    `json:"stale_connection_retries,omitempty"`
-	Err                    *Error `json:"error,omitempty"`
-}
-
 // Causes set on the request context so a failed read can be classified.
 var (
 	errFirstToken = errors.New("first-token timeout")
@@ -309,7 +222,7 @@ var (
 )
 
 func (c *Client) fail(class ErrorClass, status int, msg string, cause error) *Error {
-	return &Error{Class: class, Status: status, Message: c.redact(msg), cause: cause}
+	return &Error{Class: class, Status: status, Message: c.redact(msg), Cause: cause, Protocol: "openai"}
 }
 
 // classify maps a transport error to a class, looking first at why the

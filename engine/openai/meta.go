@@ -145,15 +145,6 @@ func MetadataPaths() []string {
 	return []string{"/health", "/v1/models", "/v1/cache/status", "/v1/stats", "/version"}
 }
 
-// MetadataEntry is what one metadata endpoint gave: JSON, else text, else a
-// note saying why there is nothing ("absent: 404", an error).
-type MetadataEntry struct {
-	Status int             `json:"status,omitempty"`
-	JSON   json.RawMessage `json:"json,omitempty"`
-	Text   string          `json:"text,omitempty"`
-	Note   string          `json:"note,omitempty"`
-}
-
 // Metadata reads the optional metadata endpoints. It never fails: each path
 // gets an entry, with a note when the endpoint is absent or erred.
 func (c *Client) Metadata(ctx context.Context) map[string]MetadataEntry {

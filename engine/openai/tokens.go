@@ -246,24 +246,6 @@ func SyntheticPrompt(seed int64, index int, words int, sharedPrefix string) stri
 	return sb.String()
 }
 
-// CalibrateOptions tunes Calibrate.
-type CalibrateOptions struct {
-	Model         string
-	Index         int    // prompt index passed to SyntheticPrompt
-	SharedPrefix  string // passed to SyntheticPrompt
-	MaxIterations int    // count requests allowed; 16 when 0
-}
-
-// Calibration is the outcome of Calibrate.
-type Calibration struct {
-	Prompt     string `json:"-"`
-	Words      int    `json:"words"`
-	Tokens     int    `json:"tokens"`
-	Target     int    `json:"target_tokens"`
-	Method     string `json:"method"`
-	Iterations int    `json:"iterations"`
-}
-
 // CalibrationTolerance is how far a calibrated prompt may land from the
 // target: max(4 tokens, 0.5%).
 func CalibrationTolerance(targetTokens int) int {

@@ -1,0 +1,196 @@
+// Package measure holds the protocol-neutral parts of a measured request:
+// what is sent (Request), what came back (Result, Metrics), how a failure is
+// classified (ErrorClass, Error), and the Client a wire protocol implements.
+// engine/openai is one such protocol; another is one package that fills the
+// same types.
+package measure
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Endpoints for Request.Endpoint.
+const (
+	EndpointChat        = "chat"        // /v1/chat/completions with messages
+	EndpointCompletions = "completions" // /v1/completions with prompt
+)
+
+// Request is one generation request.
+type Request struct {
+	Endpoint  string // EndpointChat (default) or EndpointCompletions
+	Model     string
+	Messages  []Message // chat
+	Prompt    string    // completions
+	MaxTokens int       // 0: not sent
+	// Stream requests SSE; false measures latency only, with usage from the
+	// JSON body.
+	Stream bool
+	// ExtraBody is merged after Config.ExtraBody, for per-request fields.
+	ExtraBody map[string]any
+}
+
+// ErrorClass classifies a failed request.
+type ErrorClass string
+
+// Error classes.
+const (
+	ClassConnect           ErrorClass = "connect"
+	ClassTimeoutFirstToken ErrorClass = "timeout_first_token"
+	ClassTimeoutIdle       ErrorClass = "timeout_idle"
+	ClassTimeoutTotal      ErrorClass = "timeout_total"
+	ClassHTTPStatus        ErrorClass = "http_status"
+	// ClassProtocol covers malformed streams, oversized lines and error
+	// events sent inside a 200 stream (then Unwrap yields the protocol's stream error).
+	ClassProtocol ErrorClass = "protocol"
+	ClassReset    ErrorClass = "reset"
+	ClassCanceled ErrorClass = "canceled"
+	// ClassStaleConnection: a reused keep-alive connection failed before
+	// any response byte and was not retried (the client was told not to).
+	ClassStaleConnection ErrorClass = "stale_connection"
+)
+
+// ErrorClasses lists every class a request can fail with, in report order.
+var ErrorClasses = []ErrorClass{
+	ClassConnect, ClassTimeoutFirstToken, ClassTimeoutIdle, ClassTimeoutTotal,
+	ClassHTTPStatus, ClassProtocol, ClassReset, ClassCanceled, ClassStaleConnection,
+}
+
+// Error is a classified request failure. Message never holds the API key.
+type Error struct {
+	Class   ErrorClass `json:"class"`
+	Status  int        `json:"status,omitempty"`
+	Message string     `json:"message"`
+	// RetryAfter is the server's Retry-After on an http_status error (0 when absent).
+	RetryAfter time.Duration `json:"-"`
+	// Protocol names the client that failed (e.g. "openai"), for messages.
+	Protocol string `json:"-"`
+	// Cause is the underlying error (e.g. a stream or limit error).
+	Cause error `json:"-"`
+}
+
+func (e *Error) Error() string {
+	s := string(e.Class) + ": " + e.Message
+	if e.Protocol != "" {
+		s = e.Protocol + ": " + s
+	}
+	return s
+}
+
+// Unwrap returns the underlying error (e.g. *StreamError, *sse.LimitError).
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Arrival clocks: where a streamed request's arrival times came from.
+const (
+	ArrivalKernel = "kernel" // SO_TIMESTAMPNS receive times
+	ArrivalRead   = "read"   // taken when the read returned
+)
+
+// Result is the outcome of one request: metrics (possibly partial), transport
+// facts and, on failure, the classified error.
+type Result struct {
+	// ArrivalClock says how arrival times were taken (ArrivalKernel or ArrivalRead).
+	ArrivalClock string `json:"arrival_clock,omitempty"`
+	Metrics
+	HTTPStatus    int   `json:"http_status,omitempty"`
+	BytesReceived int64 `json:"bytes_received"`
+	// StaleConnectionRetries counts sends repeated on a fresh connection
+	// because a reused one failed before any response byte (0 or 1).
+	StaleConnectionRetries int    `json:"stale_connection_retries,omitempty"`
+	Err                    *Error `json:"error,omitempty"`
+}
+
+// Token count sources, reported as token_count_source.
+const (
+	SourceUsage     = "usage"      // the server's usage object
+	SourceTimings   = "timings"    // llama.cpp's timings object (no usage sent)
+	SourceSSEEvents = "sse_events" // counted token-bearing events; the server gave no counts
+)
+
+// Metrics are the per-request measurements. Optional figures are nil pointers
+// when they cannot be computed (never 0 or NaN), so aggregates can skip them.
+type Metrics struct {
+	// TTFBMs: request start → first response byte.
+	TTFBMs *float64 `json:"ttfb_ms,omitempty"`
+	// TTFTMs: request start → first event with a non-empty content,
+	// reasoning_content/reasoning, tool_calls delta or completions text.
+	TTFTMs *float64 `json:"ttft_ms,omitempty"`
+	// E2EMs: request start → end of stream.
+	E2EMs float64 `json:"e2e_ms"`
+	// DecodeTokensPerS: (completion_tokens − 1) / (t_last_token − t_first_token).
+	DecodeTokensPerS *float64 `json:"decode_tokens_per_s,omitempty"`
+	// TPOTMs: (t_last_token − t_first_token) / (completion_tokens − 1).
+	TPOTMs *float64 `json:"tpot_ms,omitempty"`
+	// ITLMs: gaps between consecutive token-bearing events.
+	ITLMs []float64 `json:"itl_ms,omitempty"`
+	// PrefillTokensPerS: (prompt_tokens − cached_tokens) / ttft.
+	PrefillTokensPerS *float64 `json:"prefill_tokens_per_s,omitempty"`
+
+	PromptTokens     *int `json:"prompt_tokens,omitempty"`
+	CompletionTokens *int `json:"completion_tokens,omitempty"`
+	CachedTokens     *int `json:"cached_tokens,omitempty"`
+	// TokenCountSource is SourceUsage, SourceTimings or SourceSSEEvents.
+	TokenCountSource string `json:"token_count_source,omitempty"`
+
+	SSETokenEvents     int    `json:"sse_token_events"`
+	SSEEvents          int    `json:"sse_events"`
+	FinishReason       string `json:"finish_reason,omitempty"`
+	OutputTextBytes    int    `json:"output_text_bytes"`
+	ReasoningTextBytes int    `json:"reasoning_text_bytes,omitempty"`
+	DoneSeen           bool   `json:"done_seen"`
+	UsageSeen          bool   `json:"usage_seen"`
+	KeepAliveComments  int    `json:"keepalive_comments,omitempty"`
+}
+
+// CalibrateOptions tunes Calibrate.
+type CalibrateOptions struct {
+	Model         string
+	Index         int    // prompt index passed to SyntheticPrompt
+	SharedPrefix  string // passed to SyntheticPrompt
+	MaxIterations int    // count requests allowed; 16 when 0
+}
+
+// Calibration is the outcome of Calibrate.
+type Calibration struct {
+	Prompt     string `json:"-"`
+	Words      int    `json:"words"`
+	Tokens     int    `json:"tokens"`
+	Target     int    `json:"target_tokens"`
+	Method     string `json:"method"`
+	Iterations int    `json:"iterations"`
+}
+
+// MetadataEntry is what one metadata endpoint gave: JSON, else text, else a
+// note saying why there is nothing ("absent: 404", an error).
+type MetadataEntry struct {
+	Status int             `json:"status,omitempty"`
+	JSON   json.RawMessage `json:"json,omitempty"`
+	Text   string          `json:"text,omitempty"`
+	Note   string          `json:"note,omitempty"`
+}
+
+// Client is one target spoken to in one wire protocol.
+type Client interface {
+	// Stream sends one generation request and measures it; the error is
+	// Result.Err (nil on success).
+	Stream(ctx context.Context, req Request) (Result, error)
+	// Calibrate finds a synthetic prompt of about target tokens with the
+	// server's own tokenizer.
+	Calibrate(ctx context.Context, targetTokens int, seed int64, opt CalibrateOptions) (Calibration, error)
+	// WaitReady polls until the server answers or the deadline passes.
+	WaitReady(ctx context.Context, deadline time.Time) error
+	// Models lists the model ids the server serves.
+	Models(ctx context.Context) ([]string, error)
+	// Metadata reads the optional self-description endpoints; never fails.
+	Metadata(ctx context.Context) map[string]MetadataEntry
+	// ScrapeMetrics reads the server's Prometheus metrics.
+	ScrapeMetrics(ctx context.Context) (map[string]float64, error)
+	Close()
+}
