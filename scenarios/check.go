@@ -263,6 +263,12 @@ func checkOpenAI(e *errs, t *Target) {
 	if !oneOf(o.ArrivalClock, []string{"kernel", "read"}) {
 		e.add(o.At("arrival_clock"), "%s.arrival_clock: unknown %q (kernel or read)", path, o.ArrivalClock)
 	}
+	if o.FollowRedirects == "" {
+		o.FollowRedirects = "never"
+	}
+	if !oneOf(o.FollowRedirects, []string{"never", "same_origin"}) {
+		e.add(o.At("follow_redirects"), "%s.follow_redirects: unknown %q (never or same_origin)", path, o.FollowRedirects)
+	}
 	if o.MaxLineBytes < 0 {
 		e.add(o.At("max_line_bytes"), "%s.max_line_bytes: must be positive", path)
 	}

@@ -192,6 +192,9 @@ type OpenAITarget struct {
 	MaxLineBytes Size `yaml:"max_line_bytes" json:"max_line_bytes,omitempty"`
 	// ArrivalClock is kernel (receive timestamps, the default on Linux) or read.
 	ArrivalClock string `yaml:"arrival_clock" json:"arrival_clock,omitempty"`
+	// FollowRedirects is never (the default: a 3xx is a redirect error) or
+	// same_origin (307/308 to the same scheme, host and port are followed).
+	FollowRedirects string `yaml:"follow_redirects" json:"follow_redirects,omitempty"`
 }
 
 // Retries of 429 and 503 answers: exponential backoff from Backoff, capped

@@ -119,6 +119,7 @@ func openaiClient(c Connect) (measure.Client, error) {
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
 		IdleTimeout: cfg.Timeouts.Idle.Duration, TotalTimeout: cfg.Timeouts.Total.Duration,
 		CAFile: cfg.CAFile, MaxConns: c.MaxConns, MaxLineBytes: int(cfg.MaxLineBytes),
+		FollowRedirects: cfg.FollowRedirects,
 		UserspaceClock: cfg.ArrivalClock == "read",
 	})
 }

@@ -55,12 +55,14 @@ const (
 	// ClassStaleConnection: a reused keep-alive connection failed before
 	// any response byte and was not retried (the client was told not to).
 	ClassStaleConnection ErrorClass = "stale_connection"
+	// ClassRedirect: a 3xx the redirect policy does not follow.
+	ClassRedirect ErrorClass = "redirect"
 )
 
 // ErrorClasses lists every class a request can fail with, in report order.
 var ErrorClasses = []ErrorClass{
 	ClassConnect, ClassTimeoutFirstToken, ClassTimeoutIdle, ClassTimeoutTotal,
-	ClassHTTPStatus, ClassProtocol, ClassReset, ClassCanceled, ClassStaleConnection,
+	ClassHTTPStatus, ClassProtocol, ClassReset, ClassCanceled, ClassStaleConnection, ClassRedirect,
 }
 
 // Error is a classified request failure. Message never holds the API key.

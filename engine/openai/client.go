@@ -76,7 +76,15 @@ type Config struct {
 	// request whose reused connection failed before any response byte; such
 	// a failure is then a stale_connection error.
 	NoStaleRetry bool
+	// FollowRedirects is FollowNever (default) or FollowSameOrigin.
+	FollowRedirects string
 }
+
+// Redirect policies for Config.FollowRedirects.
+const (
+	FollowNever      = "never"
+	FollowSameOrigin = "same_origin"
+)
 
 // Client talks to one target. It is safe for concurrent use.
 type Client struct {
@@ -145,7 +153,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{
 		cfg:  cfg,
 		base: u.String(),
-		http: &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry)},
+		http: &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
 	}
 	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
 	if cfg.APIKey != "" {
@@ -165,6 +173,36 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// maxRedirects bounds a same-origin redirect chain.
+const maxRedirects = 5
+
+// checkRedirect follows only what the policy allows; anything else returns
+// the 3xx itself, which Stream classifies as a redirect error. Go changes a
+// POST into a GET on 301/302/303: that is never followed, a generation
+// request sent as a GET measures nothing.
+func checkRedirect(policy string) func(req *http.Request, via []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0]
+		if policy != FollowSameOrigin || len(via) > maxRedirects || req.Method != first.Method ||
+			req.URL.Scheme != first.URL.Scheme || req.URL.Host != first.URL.Host {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+}
+
+// safeLocation is a redirect target fit for a message: no userinfo, no
+// query or fragment (they may hold tokens).
+func safeLocation(resp *http.Response) string {
+	loc := resp.Header.Get("Location")
+	u, err := resp.Request.URL.Parse(loc)
+	if err != nil {
+		return "an unparsable Location"
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
+	return u.String()
 }
 
 // AuxTimeout bounds metadata, metrics and token-count calls when no total
@@ -413,6 +451,15 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 	acc.FirstByte(firstByte)
 	res.HTTPStatus = resp.StatusCode
 
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		res.Metrics = Metrics{TTFBMs: ptr(durMs(firstByte)), E2EMs: durMs(time.Since(start))}
+		msg := fmt.Sprintf("HTTP %d %s: redirect to %s not followed", resp.StatusCode, http.StatusText(resp.StatusCode), safeLocation(resp))
+		if c.cfg.FollowRedirects != FollowSameOrigin {
+			msg += " (follow_redirects: same_origin follows a 307/308 to the same origin)"
+		}
+		res.Err = c.fail(ClassRedirect, resp.StatusCode, msg, nil)
+		return res, res.Err
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+1))
 		res.BytesReceived = int64(len(snip))
@@ -427,9 +474,12 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		return res, res.Err
 	}
 
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if ct != "text/event-stream" {
-		// Non-streamed (or a server that ignored stream: true).
+	if err := checkBody(resp, req.Stream); err != nil {
+		res.Metrics = Metrics{TTFBMs: ptr(durMs(firstByte)), E2EMs: durMs(time.Since(start))}
+		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
+		return res, res.Err
+	}
+	if !req.Stream {
 		if firstTimer != nil {
 			firstTimer.Stop()
 		}
@@ -495,10 +545,43 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 	if streamErr != nil && res.Err == nil {
 		res.Err = c.fail(ClassProtocol, 0, streamErr.Error(), streamErr)
 	}
+	if res.Err == nil && acc.TokenEvents() == 0 {
+		// Usage alone is not an answer: nothing was streamed to time.
+		err := fmt.Errorf("%w: the stream ended after %d bytes and %d events without a token event", ErrNoOutput, res.BytesReceived, res.SSEEvents)
+		if res.BytesReceived == 0 {
+			err = fmt.Errorf("%w: empty 200 body", ErrNoOutput)
+		}
+		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
+	}
 	if res.Err != nil {
 		return res, res.Err
 	}
 	return res, nil
+}
+
+// ErrNoOutput marks a 200 answer that carried no token: never a success.
+var ErrNoOutput = errors.New("no output")
+
+// ErrBadBody marks a 200 answer whose headers say it cannot be read as asked.
+var ErrBadBody = errors.New("unreadable response")
+
+// checkBody refuses, before reading, a 200 that cannot be the answer asked
+// for: a stream must be text/event-stream, a non-streamed answer JSON, and
+// neither may be encoded (tollgate asks for identity: compression would
+// hide arrival times).
+func checkBody(resp *http.Response, stream bool) error {
+	if enc := strings.TrimSpace(resp.Header.Get("Content-Encoding")); enc != "" && !strings.EqualFold(enc, "identity") {
+		return fmt.Errorf("%w: Content-Encoding %q was not asked for and is not decoded", ErrBadBody, enc)
+	}
+	raw := resp.Header.Get("Content-Type")
+	ct, _, _ := mime.ParseMediaType(raw)
+	switch {
+	case stream && ct != "text/event-stream":
+		return fmt.Errorf("%w: a streamed request was answered with Content-Type %q, want text/event-stream", ErrBadBody, raw)
+	case !stream && ct != "application/json" && !strings.HasSuffix(ct, "+json"):
+		return fmt.Errorf("%w: a non-streamed request was answered with Content-Type %q, want application/json", ErrBadBody, raw)
+	}
+	return nil
 }
 
 // nonStreamBody is the part of a non-streamed response we account.
@@ -527,6 +610,11 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 	res.CompletionTokens = nil
 	if err != nil {
 		res.Err = c.classify(ctx, err, "read body")
+		return res, res.Err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		err := fmt.Errorf("%w: empty 200 body", ErrNoOutput)
+		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
 		return res, res.Err
 	}
 	var b nonStreamBody
@@ -573,6 +661,17 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 		if b.Timings.CacheN != nil {
 			res.CachedTokens = ptr(*b.Timings.CacheN)
 		}
+	}
+	tools := false
+	for _, ch := range b.Choices {
+		if ch.Message != nil && len(ch.Message.ToolCalls) > 0 {
+			tools = true
+		}
+	}
+	if res.OutputTextBytes+res.ReasoningTextBytes == 0 && !tools && (res.CompletionTokens == nil || *res.CompletionTokens == 0) {
+		err := fmt.Errorf("%w: the answer has %d choices and no text, reasoning or tool call", ErrNoOutput, len(b.Choices))
+		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
+		return res, res.Err
 	}
 	return res, nil
 }

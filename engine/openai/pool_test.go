@@ -1,7 +1,11 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -35,7 +39,7 @@ func TestStaleConnections(t *testing.T) {
 		for _, stream := range []bool{true, false} {
 			name := tt.name + map[bool]string{true: " (stream)", false: " (non-stream)"}[stream]
 			t.Run(name, func(t *testing.T) {
-				srv := peertest.Start(&paced{tokens: 3}, tt.policy)
+				srv := peertest.Start(jsonOrSSE(3), tt.policy)
 				defer srv.Close()
 				c := newClient(t, srv.URL, func(c *Config) { c.TotalTimeout = time.Minute })
 				const sequential, parallel = 8, 4
@@ -77,6 +81,25 @@ func TestStaleConnections(t *testing.T) {
 			})
 		}
 	}
+}
+
+// jsonOrSSE answers as asked: a stream of n tokens, or one JSON body.
+func jsonOrSSE(n int) http.Handler {
+	stream := &paced{tokens: n}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Stream bool `json:"stream"`
+		}
+		data, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(data, &body)
+		if body.Stream {
+			r.Body = io.NopCloser(bytes.NewReader(data))
+			stream.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"choices":[{"message":{"content":"ok"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":%d}}`, n)
+	})
 }
 
 // TestStaleConnectionWithoutRetry classifies the failure as what it is.

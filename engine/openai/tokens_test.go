@@ -37,6 +37,7 @@ func tokenServer(t *testing.T, method, tokenizeForm string, requests *atomic.Int
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case method == MethodCountTokens && r.URL.Path == "/v1/messages/count_tokens":
 			fmt.Fprintf(w, `{"input_tokens":%d}`, wsCount(body.Messages))

@@ -29,6 +29,7 @@ const (
 	ClassReset             = measure.ClassReset
 	ClassCanceled          = measure.ClassCanceled
 	ClassStaleConnection   = measure.ClassStaleConnection
+	ClassRedirect          = measure.ClassRedirect
 	ArrivalKernel          = measure.ArrivalKernel
 	ArrivalRead            = measure.ArrivalRead
 	SourceUsage            = measure.SourceUsage
