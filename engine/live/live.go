@@ -120,7 +120,7 @@ func openaiClient(c Connect) (measure.Client, error) {
 		IdleTimeout: cfg.Timeouts.Idle.Duration, TotalTimeout: cfg.Timeouts.Total.Duration,
 		CAFile: cfg.CAFile, MaxConns: c.MaxConns, MaxLineBytes: int(cfg.MaxLineBytes),
 		FollowRedirects: cfg.FollowRedirects,
-		UserspaceClock: cfg.ArrivalClock == "read",
+		UserspaceClock:  cfg.ArrivalClock == "read",
 	})
 }
 
