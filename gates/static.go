@@ -90,9 +90,15 @@ type resolver struct {
 	spec     Spec
 	shape    map[string]any
 	problems []Problem
-	seen     map[string]bool
-	info     map[ast.Node]*nodeInfo
-	deadline time.Time // for constant evaluation
+	// constants are the problems of constant parts, reported only when the
+	// gate has no other: a type error says more than a failed evaluation.
+	constants []Problem
+	seen      map[string]bool
+	info      map[ast.Node]*nodeInfo
+	// deadline and bytesLeft bound all constant evaluation of the gate.
+	deadline  time.Time
+	bytesLeft int
+	exhausted bool // the budget is spent: one problem says so, once
 }
 
 func (w *resolver) problem(n ast.Node, kind error, msg string) {
@@ -103,6 +109,10 @@ func (w *resolver) problem(n ast.Node, kind error, msg string) {
 		return // the same misspelling, seen again for another element
 	}
 	w.seen[key] = true
+	if kind == ErrConstant {
+		w.constants = append(w.constants, p)
+		return
+	}
 	w.problems = append(w.problems, p)
 }
 
@@ -343,23 +353,29 @@ func (w *resolver) node(n ast.Node, sc *scope, ptr *aval) (aval, []child) {
 }
 
 func (w *resolver) unknownName(n ast.Node, name string, sc *scope) {
-	known := make([]string, 0, len(w.shape)+len(helperTypes)+len(builtin.Names))
-	for k := range w.shape {
-		known = append(known, k)
-	}
-	for k := range helperTypes {
-		known = append(known, k)
+	// In order of preference, since the first of equally close names wins:
+	// the report's own names, then variables, helpers and builtins.
+	var known []string
+	for _, group := range [][]string{keysOf(w.shape), nil, keysOf(helperTypes), builtin.Names} {
+		known = append(known, group...)
 	}
 	for s := sc; s != nil; s = s.next {
 		known = append(known, s.name)
 	}
-	known = append(known, builtin.Names...)
-	sort.Strings(known)
 	kind := ErrUnknownName
 	if name == "baseline" {
 		kind = ErrNoBaseline
 	}
 	w.problem(n, kind, "unknown name "+name+closest(name, known))
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func union(a, b aval) aval {
@@ -794,7 +810,13 @@ func (w *resolver) value(n ast.Node, av aval, sc *scope, ptr *aval) (any, error)
 		env["__elem"] = ptr.vals[0]
 		text = "map([__elem], " + text + ")[0]"
 	}
-	v, err := evalConst(text, env, w.deadline)
+	if w.exhausted {
+		return nil, errBudget
+	}
+	v, err := evalConst(text, env, w.deadline, &w.bytesLeft)
+	if errors.Is(err, errBudget) {
+		w.exhausted = true
+	}
 	if err != nil {
 		w.problem(n, ErrConstant, fmt.Sprintf("%s cannot be evaluated: %s", n.String(), cleanRuntimeError(err)))
 		return nil, err
@@ -804,8 +826,10 @@ func (w *resolver) value(n ast.Node, av aval, sc *scope, ptr *aval) (any, error)
 
 // evalConst compiles and runs a constant expression under the same bounds
 // as a gate, and with the same strict operators.
-func evalConst(text string, bindings map[string]any, deadline time.Time) (any, error) {
+func evalConst(text string, bindings map[string]any, deadline time.Time, bytesLeft *int) (any, error) {
 	rec := newRecorder(deadline)
+	rec.bytesLeft = *bytesLeft
+	defer func() { *bytesLeft = rec.bytesLeft }()
 	env := withHelpers(bindings, rec)
 	src := &sources{text: map[ast.Node]string{}}
 	prog, err := expr.Compile(text, expr.Env(env), expr.Patch(src), expr.Patch(&strict{src: src}),
@@ -962,7 +986,7 @@ func checkStatic(s Spec, shape map[string]any) []Problem {
 		return []Problem{compileProblem(s, err, ErrSyntax)}
 	}
 	w := &resolver{spec: s, shape: shape, seen: map[string]bool{}, info: map[ast.Node]*nodeInfo{},
-		deadline: time.Now().Add(loadTimeout)}
+		deadline: time.Now().Add(loadTimeout), bytesLeft: maxBytes}
 	root := w.visit(tree.Node, nil, nil)
 	if root.konst && !isLiteral(tree.Node) {
 		_, _ = w.value(tree.Node, root, nil, nil)
@@ -975,5 +999,5 @@ func checkStatic(s Spec, shape map[string]any) []Problem {
 		p.Msg = strings.TrimSpace(p.Msg)
 		return []Problem{p}
 	}
-	return nil
+	return w.constants
 }
