@@ -47,7 +47,7 @@ type docGate struct {
 }
 
 var (
-	sectionRe = regexp.MustCompile("^### .*\\((examples/[a-z-]+\\.yaml)")
+	sectionRe = regexp.MustCompile(`^### .*\((examples/[a-z-]+\.yaml)`)
 	commentRe = regexp.MustCompile(`\s{2,}#\s.*$`)
 )
 

@@ -99,6 +99,7 @@ type resolver struct {
 	deadline  time.Time
 	bytesLeft int
 	exhausted bool // the budget is spent: one problem says so, once
+	visits    int
 }
 
 func (w *resolver) problem(n ast.Node, kind error, msg string) {
@@ -157,6 +158,7 @@ type child struct {
 // child of a node that is not itself constant is evaluated here, once, so
 // every maximal constant subexpression is evaluated at load.
 func (w *resolver) visit(n ast.Node, sc *scope, ptr *aval) aval {
+	w.visits++
 	res, kids := w.node(n, sc, ptr)
 	if !res.konst {
 		for _, c := range kids {
@@ -628,7 +630,7 @@ func (w *resolver) elements(n ast.Node, av aval, sc *scope, ptr *aval) []aval {
 		}
 	}
 	switch {
-	case av.exact && !unknown && len(elems) <= maxConstElems:
+	case av.exact && !unknown && len(elems) <= maxConstElems && w.visits < maxVisits:
 		out := make([]aval, 0, len(elems))
 		for _, e := range elems {
 			out = append(out, exactVal(e))

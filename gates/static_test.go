@@ -246,3 +246,16 @@ func TestStaticBlockPosition(t *testing.T) {
 		t.Fatalf("problems %v, want one at s.yaml:12:30", problems)
 	}
 }
+
+// Nested predicates over constant lists are checked element by element
+// only up to a budget, so the check itself stays fast.
+func TestStaticCheckIsBounded(t *testing.T) {
+	start := time.Now()
+	expr := `all(1..60, all(1..60, all(1..60, all(1..60, all(1..60, # >= 0)))))`
+	if _, problems := Compile([]Spec{spec("nested", expr)}, shapeOf(t, "quickstart.yaml")); len(problems) > 1 {
+		t.Fatal(problems)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
