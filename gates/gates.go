@@ -10,12 +10,14 @@ package gates
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -78,9 +80,37 @@ type Problem struct {
 	Where string
 	Gate  string
 	Msg   string
+	// Err is the kind of problem (ErrSyntax, ErrUnknownName, ErrNoBaseline,
+	// ErrMissingKey, ErrType, ErrConstant), for errors.Is.
+	Err error
 }
 
 func (p Problem) Error() string { return fmt.Sprintf("%s: gate %q: %s", p.Where, p.Gate, p.Msg) }
+
+// Unwrap returns the kind of problem.
+func (p Problem) Unwrap() error { return p.Err }
+
+// Bounds of one evaluation. A gate is a short expression over a report;
+// these are far above what a real one needs and far below what would hurt
+// the machine running tollgate.
+const (
+	// maxNodes bounds the syntax tree (expr.MaxNodes).
+	maxNodes = 5000
+	// memoryBudget is expr's VM budget (elements of ranges, arrays, maps
+	// and builtin results).
+	memoryBudget = 1 << 22
+	// maxBytes bounds the strings and lists a gate builds with repeat and
+	// +, which expr's budget counts only after allocating them.
+	maxBytes = 64 << 20
+	// evalTimeout bounds one evaluation over a report.
+	evalTimeout = 10 * time.Second
+	// loadTimeout bounds evaluating a gate's constant parts at load.
+	loadTimeout = 500 * time.Millisecond
+	// maxVisits bounds the static check of one gate: a predicate body is
+	// checked once per element of a constant list, and nested predicates
+	// multiply that.
+	maxVisits = 20000
+)
 
 // Gate is a compiled gate.
 type Gate struct {
@@ -91,34 +121,26 @@ type Gate struct {
 // Set is the compiled gates of a scenario.
 type Set struct{ Gates []*Gate }
 
-// Compile compiles every gate against shape (a report-shaped environment
-// from Env) and evaluates each once over it: an expression that does not
-// compile, or that reads a run, phase or metric the shape lacks, is a Problem.
+// Compile checks every gate statically against shape (a report-shaped
+// environment from Env, every addressable key present, with placeholder
+// values) and compiles it: a gate that does not parse, names a run, phase
+// or metric the shape lacks in any branch, has a type error, is not
+// boolean, or has a constant part that cannot be evaluated (a division by
+// zero, a memory bomb) is a Problem. Nothing is evaluated over the shape.
 func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 	set := &Set{}
 	var problems []Problem
 	for _, s := range specs {
-		rec := &recorder{shape: true}
-		env := withHelpers(shape, rec)
-		// Checked once as written: expr's checker reports unknown names only
-		// on the unpatched tree.
-		if _, err := expr.Compile(s.Expr, expr.Env(env)); err != nil {
-			problems = append(problems, compileProblem(s, err))
+		if ps := checkStatic(s, shape); len(ps) > 0 {
+			problems = append(problems, ps...)
 			continue
 		}
+		env := withHelpers(shape, newRecorder(time.Time{}))
 		src := &sources{text: map[ast.Node]string{}}
-		prog, err := expr.Compile(s.Expr, expr.Env(env), expr.Patch(src), expr.Patch(&strict{src: src}), expr.Optimize(false))
+		prog, err := expr.Compile(s.Expr, expr.Env(env), expr.Patch(src), expr.Patch(&strict{src: src}),
+			expr.Optimize(false), expr.MaxNodes(maxNodes))
 		if err != nil {
-			problems = append(problems, compileProblem(s, err))
-			continue
-		}
-		_, _ = expr.Run(prog, env)
-		if len(rec.missing) > 0 {
-			// Every misspelling at once, each where it is written.
-			for i, msg := range rec.missing {
-				line, col := locate(s.Expr, rec.missingKey[i])
-				problems = append(problems, Problem{Where: s.Pos.at(line, col), Gate: s.Name, Msg: msg})
-			}
+			problems = append(problems, compileProblem(s, err, ErrType))
 			continue
 		}
 		set.Gates = append(set.Gates, &Gate{Spec: s, prog: prog})
@@ -126,10 +148,11 @@ func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 	return set, problems
 }
 
-func compileProblem(s Spec, err error) Problem {
+func compileProblem(s Spec, err error, kind error) Problem {
 	msg := err.Error()
 	where := s.Pos.at(1, 0)
-	if fe, ok := err.(*file.Error); ok {
+	var fe *file.Error
+	if errors.As(err, &fe) {
 		where = s.Pos.at(fe.Line, fe.Column)
 		msg = fe.Message
 		if fe.Snippet != "" {
@@ -137,7 +160,14 @@ func compileProblem(s Spec, err error) Problem {
 		}
 	}
 	msg = strings.ReplaceAll(msg, "__get(", "(")
-	return Problem{Where: where, Gate: s.Name, Msg: msg}
+	return Problem{Where: where, Gate: s.Name, Msg: msg, Err: kind}
+}
+
+// runBounded runs a program within expr's memory budget; the time and byte
+// bounds are the recorder's, checked by the helpers in env.
+func runBounded(prog *vm.Program, env map[string]any) (any, error) {
+	machine := vm.VM{MemoryBudget: memoryBudget}
+	return machine.Run(prog, env)
 }
 
 // Env turns a report into the environment gates see: the report's JSON
@@ -182,8 +212,8 @@ const maxObservations = 16
 
 func (g *Gate) evaluate(data map[string]any) (res report.GateResult) {
 	res = report.GateResult{Name: g.Name, Expr: g.Expr, Description: g.Description, Optional: g.Optional}
-	rec := &recorder{}
-	v, err := expr.Run(g.prog, withHelpers(data, rec))
+	rec := newRecorder(time.Now().Add(evalTimeout))
+	v, err := runBounded(g.prog, withHelpers(data, rec))
 	res.Observations = rec.observations()
 	switch {
 	case err != nil:
@@ -210,7 +240,8 @@ func (g *Gate) evaluate(data map[string]any) (res report.GateResult) {
 
 func cleanRuntimeError(err error) string {
 	msg := err.Error()
-	if fe, ok := err.(*file.Error); ok {
+	var fe *file.Error
+	if errors.As(err, &fe) {
 		msg = fe.Message
 	}
 	return strings.ReplaceAll(msg, "__get(", "(")
@@ -243,57 +274,88 @@ func show(v any) string {
 	return string(b)
 }
 
-// recorder collects what one evaluation saw: comparisons and missing keys.
+// recorder collects what one evaluation saw (comparisons) and holds its
+// bounds in time and bytes.
 type recorder struct {
-	obs        []report.Observation
-	missing    []string
-	missingKey []string
-	total      int
+	obs   []report.Observation
+	total int
 	// touched lists the runs read since the last comparison, so an
 	// observation inside all(values(runs), …) says which run it is about.
 	touched []string
-	// shape is set while checking against the load-time shape: a missing key
-	// is noted and reads on as nil, so every misspelling is found in one go.
-	shape bool
+	// deadline (zero: none) and bytesLeft bound the evaluation; every
+	// helper checks them, so a slow or greedy gate stops with an error.
+	deadline  time.Time
+	bytesLeft int
+	calls     int
 }
 
-// locate finds where key is written in expr (as .key or ["key"]), as a
-// 1-based line and 0-based column, so an error points at the misspelling;
-// a key built at run time is not written anywhere and gives the start.
-func locate(expr, key string) (int, int) {
-	best := -1
-	for _, form := range []string{"." + key, `["` + key + `"]`, `['` + key + `']`} {
-		i := strings.Index(expr, form)
-		for i >= 0 {
-			end := i + len(form)
-			// .rout must not match inside .route
-			if form[0] != '.' || end == len(expr) || !isIdentByte(expr[end]) {
-				break
+func newRecorder(deadline time.Time) *recorder {
+	return &recorder{deadline: deadline, bytesLeft: maxBytes}
+}
+
+// errBudget is the error of an evaluation that ran out of time or bytes.
+var errBudget = errors.New("the gate exceeds its evaluation budget")
+
+// tick is called by every helper: reading the clock on every call would
+// dominate cheap gates, so it is read every 64 calls.
+func (r *recorder) tick() error {
+	r.calls++
+	if r.calls%64 == 0 && !r.deadline.IsZero() && time.Now().After(r.deadline) {
+		return fmt.Errorf("%w: it ran out of time", errBudget)
+	}
+	return nil
+}
+
+// alloc charges n bytes to the evaluation before they are allocated.
+func (r *recorder) alloc(n int, what string) error {
+	if n < 0 || n > r.bytesLeft {
+		return fmt.Errorf("%w: %s would need more than %d MiB", errBudget, what, maxBytes>>20)
+	}
+	r.bytesLeft -= n
+	return nil
+}
+
+// repeat is expr's repeat, charged before allocating: expr's own charges
+// after strings.Repeat has already run.
+func (r *recorder) repeat(s string, n int) (string, error) {
+	if n < 0 {
+		return "", fmt.Errorf("repeat: negative count %d", n)
+	}
+	if n > 0 && len(s) > maxBytes/n {
+		return "", fmt.Errorf("%w: repeat would need more than %d MiB", errBudget, maxBytes>>20)
+	}
+	if err := r.alloc(len(s)*n, "repeat"); err != nil {
+		return "", err
+	}
+	return strings.Repeat(s, n), nil
+}
+
+// add is expr's +, charged for the strings and lists it builds: a chain of
+// let x = y + y doubles a string with every few nodes.
+func (r *recorder) add(a, b any) (res any, err error) {
+	if err := r.tick(); err != nil {
+		return nil, err
+	}
+	switch x := a.(type) {
+	case string:
+		if y, ok := b.(string); ok {
+			if err := r.alloc(len(x)+len(y), "+"); err != nil {
+				return nil, err
 			}
-			next := strings.Index(expr[end:], form)
-			if next < 0 {
-				i = -1
-				break
-			}
-			i = end + next
 		}
-		if i >= 0 && (best < 0 || i < best) {
-			best = i
-			if form[0] == '.' {
-				best = i + 1
+	case []any:
+		if y, ok := b.([]any); ok {
+			if err := r.alloc(16*(len(x)+len(y)), "+"); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if best < 0 {
-		return 1, 0
-	}
-	line := 1 + strings.Count(expr[:best], "\n")
-	col := best - (strings.LastIndex(expr[:best], "\n") + 1)
-	return line, col
-}
-
-func isIdentByte(b byte) bool {
-	return b == '_' || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9')
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("%v", p)
+		}
+	}()
+	return runtime.Add(a, b), nil
 }
 
 // observations keeps failed comparisons first, then passed ones, capped.
@@ -305,7 +367,7 @@ func (r *recorder) observations() []report.Observation {
 	return r.obs
 }
 
-func (r *recorder) add(o report.Observation) {
+func (r *recorder) observe(o report.Observation) {
 	r.total++
 	// Keep every failure (up to the cap) but only the first few passes.
 	if len(r.obs) < maxObservations*4 {
@@ -361,6 +423,11 @@ func (st *strict) Visit(node *ast.Node) {
 		})
 	case *ast.BinaryNode:
 		switch n.Operator {
+		case "+":
+			ast.Patch(node, &ast.CallNode{
+				Callee:    &ast.IdentifierNode{Value: "__add"},
+				Arguments: []ast.Node{n.Left, n.Right},
+			})
 		case "<", "<=", ">", ">=", "==", "!=":
 			src := st.src.of(n)
 			ast.Patch(node, &ast.CallNode{
@@ -385,6 +452,9 @@ func pathOf(n ast.Node) string {
 			case "__cmp":
 				return "(" + c.Arguments[3].(*ast.StringNode).Value + ")"
 			}
+		}
+		if id, ok := c.Callee.(*ast.IdentifierNode); ok && id.Value == "__add" && len(c.Arguments) == 2 {
+			return "(" + pathOf(c.Arguments[0]) + " + " + pathOf(c.Arguments[1]) + ")"
 		}
 	}
 	if _, ok := n.(*ast.PointerNode); ok {
@@ -421,6 +491,8 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 	}
 	env["__get"] = func(obj, key any, optional bool, src string) (any, error) { return rec.get(obj, key, optional, src) }
 	env["__cmp"] = func(a, b any, op, src string) (bool, error) { return rec.cmp(a, b, op, src) }
+	env["__add"] = rec.add
+	env["repeat"] = rec.repeat
 	env["run"] = func(params map[string]any) (any, error) { return findRun(data, params) }
 	env["ratio"] = ratio
 	env["pct"] = pct
@@ -429,7 +501,7 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 	env["within"] = func(a, b, tol any) (bool, error) {
 		ok, err := within(a, b, tol)
 		if err == nil {
-			rec.add(report.Observation{Expr: fmt.Sprintf("within(%s, %s, %s)", show(a), show(b), show(tol)), Op: "within", Left: jsonSafe(a), Right: jsonSafe(b), Result: ok})
+			rec.observe(report.Observation{Expr: fmt.Sprintf("within(%s, %s, %s)", show(a), show(b), show(tol)), Op: "within", Left: jsonSafe(a), Right: jsonSafe(b), Result: ok})
 		}
 		return ok, err
 	}
@@ -438,6 +510,9 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 
 // get reads obj[key]; parent is the source text of obj, for messages.
 func (r *recorder) get(obj, key any, optional bool, parent string) (any, error) {
+	if err := r.tick(); err != nil {
+		return nil, err
+	}
 	src := parent + accessorOf(key)
 	switch o := obj.(type) {
 	case map[string]any:
@@ -460,23 +535,10 @@ func (r *recorder) get(obj, key any, optional bool, parent string) (any, error) 
 		if optional {
 			return nil, nil
 		}
-		msg := missingMessage(parent, k, o)
-		if !r.shape {
-			r.missing = append(r.missing, msg)
-			r.missingKey = append(r.missingKey, k)
-			return nil, fmt.Errorf("%s", msg)
-		}
-		for _, m := range r.missing {
-			if m == msg {
-				return nil, nil // seen already (e.g. inside all(…))
-			}
-		}
-		r.missing = append(r.missing, msg)
-		r.missingKey = append(r.missingKey, k)
-		return nil, nil
+		return nil, fmt.Errorf("%s", missingMessage(parent, k, o))
 	case nil:
-		if optional || (r.shape && len(r.missing) > 0) {
-			return nil, nil // below a key already reported missing
+		if optional {
+			return nil, nil
 		}
 		return nil, fmt.Errorf("%s: cannot read %v of nil (use ?. to allow absence)", src, key)
 	default:
@@ -570,6 +632,9 @@ func quoteAll(s []string) []string {
 func closest(word string, known []string) string { return suggest.DidYouMean(word, known) }
 
 func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
+	if err := r.tick(); err != nil {
+		return false, err
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = false, fmt.Errorf("%s: cannot compare %s %s %s", src, show(a), op, show(b))
@@ -604,7 +669,7 @@ func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
 		src = "[" + strings.Join(r.touched, ", ") + "] " + src
 	}
 	r.touched = r.touched[:0]
-	r.add(report.Observation{Expr: src, Op: op, Left: compact(jsonSafe(a)), Right: compact(jsonSafe(b)), Result: res})
+	r.observe(report.Observation{Expr: src, Op: op, Left: compact(jsonSafe(a)), Right: compact(jsonSafe(b)), Result: res})
 	return res, nil
 }
 

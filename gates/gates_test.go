@@ -53,7 +53,8 @@ func TestVerdicts(t *testing.T) {
 		{name: "distinct and samples", expr: `all(values(runs), distinct(samples(#), "activation_id") == 5)`, status: "pass"},
 		{name: "list equality", expr: `runs["direct/cached"].output_tokens == [" amber", " birch", " cedar", " dogwood"]`, status: "pass"},
 		{name: "list inequality fails", expr: `runs["direct/cached"].output_tokens == vars.expected_tokens[0:2]`, status: "fail"},
-		{name: "non-boolean errors", expr: `runs["direct/cached"].phases.decode.tokens_per_s`, status: "error", msg: "must be true or false"},
+		{name: "non-boolean is a load error", expr: `runs["direct/cached"].phases.decode.tokens_per_s`, status: "error", msg: "expected bool, but got float64"},
+		{name: "non-boolean of unknown type errors", expr: `runs["direct/cached"].phases?.nope ?? 3`, status: "error", msg: "must be true or false"},
 		{name: "optional chaining allows absence", expr: `runs["direct/cached"].phases?.nope?.p50 == nil`, status: "pass"},
 		{name: "missing at runtime errors", expr: `all(["direct", "relya"], runs[# + "/cached"].connections.attempts == 1)`, status: "error", msg: `runs has no "relya/cached"`},
 	} {

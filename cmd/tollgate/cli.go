@@ -217,7 +217,7 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 	if len(problems) > 0 {
 		for _, pr := range problems {
 			msg := pr.Error()
-			if baseline == nil && strings.Contains(msg, "unknown name baseline") {
+			if baseline == nil && errors.Is(pr, gates.ErrNoBaseline) {
 				msg += "\n(gates read baseline only when run with --baseline OLD.json)"
 			}
 			fmt.Fprintln(stderr, msg)
@@ -322,6 +322,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var samples *sampleWriter
+	closeSamples := func() error { return nil }
 	if o.samplesOut != "" {
 		f, err := os.Create(o.samplesOut)
 		if err != nil {
@@ -330,17 +331,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		bw := bufio.NewWriterSize(f, 1<<20)
 		samples = &sampleWriter{enc: json.NewEncoder(bw)}
-		defer func() {
+		closeSamples = func() error {
 			if err := bw.Flush(); err != nil && samples.err == nil {
 				samples.err = err
 			}
 			if err := f.Close(); err != nil && samples.err == nil {
 				samples.err = err
 			}
-			if samples.err != nil {
-				fmt.Fprintf(stderr, "tollgate run: --samples-out %s: %v\n", o.samplesOut, samples.err)
-			}
-		}()
+			return samples.err
+		}
 	}
 	// GitHub workflow commands are for the runner, not the reader: they go
 	// out even with --quiet.
@@ -368,72 +367,66 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		pl.finish()
 	}
 
-	code := ExitPass
-	switch {
-	case interrupted:
-		rep.Status = report.StatusIncomplete
+	verdict := gates.Outcome{Completed: runErr == nil, Interrupted: interrupted, NotGated: o.noGate}
+	if interrupted {
 		rep.Incomplete = true
-		code = ExitInterrupted
-	case o.noGate:
-		rep.Status = report.StatusNotGated
-	default:
+	}
+	if !interrupted && !o.noGate {
 		env, err := gates.Env(rep, p.sc.Vars)
 		if err != nil {
 			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-			return ExitNotJudged
+			verdict.Unjudged = true
+		} else {
+			if baseEnv != nil {
+				env["baseline"] = baseEnv
+			}
+			rep.Gates = p.gates.Evaluate(env)
+			verdict.Results = rep.Gates
 		}
-		if baseEnv != nil {
-			env["baseline"] = baseEnv
-		}
-		rep.Gates = p.gates.Evaluate(env)
-		rep.Status, code = verdict(rep.Gates)
 		if base != nil {
 			// Models are known only now: a baseline of another model is
 			// refused here, after the run, as a run that cannot be judged.
 			if err := compare.Comparable(base, rep, o.baselineAny); err != nil {
 				fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
-				rep.Status, code = report.StatusError, ExitNotJudged
+				verdict.Unjudged = true
 			}
 		}
 	}
 	if runErr != nil && !interrupted {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", runErr)
-		if code == ExitPass {
-			code = ExitNotJudged
-		}
-		if rep.Status != report.StatusFail {
-			rep.Status = report.StatusError
-		}
 	}
+	rep.Status, _ = gates.Verdict(verdict)
 
+	// Every output is attempted even when one fails: what was measured is
+	// kept wherever it can be.
 	data, err := report.Marshal(rep)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-		return ExitNotJudged
-	}
-	if o.jsonOut != "" {
+		verdict.OutputFailed = true
+	} else if o.jsonOut != "" {
 		if err := report.WriteFile(o.jsonOut, data); err != nil {
 			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-			return ExitNotJudged
+			verdict.OutputFailed = true
 		}
 	}
 	if err := writeOutputs(o, rep, base, path, ciStdout); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-		if code == ExitPass {
-			code = ExitNotJudged
-		}
+		verdict.OutputFailed = true
 	}
 	if err := report.Summary(stdout, rep); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
-		if code == ExitPass {
-			code = ExitNotJudged
-		}
+		verdict.OutputFailed = true
 	}
 	for _, out := range outputs {
 		if out.path != "" && out.flag != "--samples-out" {
 			fmt.Fprintf(stdout, "wrote %s (%s)\n", out.path, strings.TrimPrefix(out.flag, "--"))
 		}
 	}
+	if err := closeSamples(); err != nil {
+		fmt.Fprintf(stderr, "tollgate run: --samples-out %s: %v\n", o.samplesOut, err)
+		verdict.OutputFailed = true
+	}
+	_, code := gates.Verdict(verdict)
 	return code
 }
 
@@ -500,30 +493,6 @@ func appendFile(path string, b []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-// verdict folds gate results into the report status and the exit code. A
-// failed gate outranks an errored one: the run was judged and it regressed.
-func verdict(results []report.GateResult) (string, int) {
-	failed, errored := false, false
-	for _, g := range results {
-		if g.Optional {
-			continue
-		}
-		switch g.Status {
-		case report.StatusFail:
-			failed = true
-		case report.StatusError:
-			errored = true
-		}
-	}
-	switch {
-	case failed:
-		return report.StatusFail, ExitGateFailed
-	case errored:
-		return report.StatusError, ExitNotJudged
-	}
-	return report.StatusPass, ExitPass
 }
 
 // signalContext is canceled by the first SIGINT/SIGTERM, so the run stops
