@@ -226,7 +226,7 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 // loadBaseline reads a baseline report and checks, before anything is
 // sent, that it comes from the same scenario and host hardware.
 func loadBaseline(path string, sc *scenarios.Scenario, allowAny bool) (*report.Report, map[string]any, error) {
-	base, err := loadReportFile(path)
+	base, err := report.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--baseline: %w (give a report written by tollgate run --json-out)", err)
 	}

@@ -4,7 +4,6 @@
 package compare
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -29,8 +28,9 @@ const (
 	DefaultMinSamples = 5
 )
 
-// ErrNotReport marks input that is not a tollgate report.
-var ErrNotReport = errors.New("not a tollgate report")
+// ErrNotReport is report.ErrNotReport, so a caller of Compare need not
+// import report to test for it.
+var ErrNotReport = report.ErrNotReport
 
 // ErrIncomparable marks reports that differ in scenario, model or host.
 var ErrIncomparable = errors.New("reports are not comparable")
@@ -190,30 +190,6 @@ type Result struct {
 	OnlyOld, OnlyNew []string
 	// Notes are what a reader should know: a failed run, a different host name.
 	Notes []string
-}
-
-// Decode reads a report leniently: unknown fields are ignored, so a report
-// from a newer tollgate with added fields still compares. It refuses JSON
-// that is not a tollgate report (wrapping ErrNotReport).
-func Decode(data []byte) (*report.Report, error) {
-	var probe struct {
-		SchemaVersion *int `json:"schema_version"`
-		Tool          struct {
-			Name string `json:"name"`
-		} `json:"tool"`
-		Runs json.RawMessage `json:"runs"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
-	}
-	if probe.SchemaVersion == nil || probe.Tool.Name != "tollgate" || len(probe.Runs) == 0 {
-		return nil, fmt.Errorf("%w: no schema_version, tool.name \"tollgate\" and runs", ErrNotReport)
-	}
-	var r report.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
-	}
-	return &r, nil
 }
 
 // Compare compares every metric both reports have. It refuses reports of
