@@ -155,8 +155,58 @@ func (m *Metric) Worse(stat string) bool {
 	return false
 }
 
-// headline is the statistic a table row leads with: p50, or value.
-func (m *Metric) headline() string {
+// Outcome is what a change of one statistic amounts to, judged against
+// noise: the one reading that tollgate compare's table and the HTML page's
+// old-vs-new table both show.
+type Outcome int
+
+const (
+	// OutcomeUnknown: noise is unknown (or a side lacks the statistic).
+	OutcomeUnknown Outcome = iota
+	// OutcomeSame: no change, or a change within noise.
+	OutcomeSame
+	// OutcomeBetter: beyond noise, the way the metric's direction calls better.
+	OutcomeBetter
+	// OutcomeWorse: beyond noise, the way its direction calls worse.
+	OutcomeWorse
+	// OutcomeChanged: beyond noise, on a neutral metric.
+	OutcomeChanged
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSame:
+		return "same"
+	case OutcomeBetter:
+		return "better"
+	case OutcomeWorse:
+		return "worse"
+	case OutcomeChanged:
+		return "changed"
+	}
+	return "unknown"
+}
+
+// Outcome judges the change of a statistic: its verdict against noise,
+// then its direction.
+func (m *Metric) Outcome(stat string) Outcome {
+	switch m.Verdict(stat) {
+	case Beyond:
+		switch {
+		case m.Direction == Neutral:
+			return OutcomeChanged
+		case m.Worse(stat):
+			return OutcomeWorse
+		}
+		return OutcomeBetter
+	case Within:
+		return OutcomeSame
+	}
+	return OutcomeUnknown
+}
+
+// Headline is the statistic a table row leads with: p50, or value.
+func (m *Metric) Headline() string {
 	if m.Scalar {
 		return "value"
 	}
@@ -296,7 +346,7 @@ func judge(res *Result, m *Metric, key string, oe *entry, t Threshold) {
 	if !t.exceeds(pct) {
 		return
 	}
-	base := fmt.Sprintf("%s.%s: %s → %s (%s, limit %s)", key, t.Stat, num(oldV), num(newV), pctString(pct), t.Raw)
+	base := fmt.Sprintf("%s.%s: %s → %s (%s, limit %s)", key, t.Stat, num(oldV), num(newV), FormatChange(pct), t.Raw)
 	switch m.Verdict(t.Stat) {
 	case Beyond:
 		if m.Noise.Method == NoiseBootstrap {
@@ -410,7 +460,7 @@ func comparable(old, new *report.Report, allowAny bool) error {
 	if old.Host.CPUCores != new.Host.CPUCores {
 		diffs = append(diffs, fmt.Sprintf("host cpu_cores: old %d, new %d", old.Host.CPUCores, new.Host.CPUCores))
 	}
-	for _, rn := range runNames(old) {
+	for _, rn := range old.RunNames() {
 		o, n := old.Runs[rn], new.Runs[rn]
 		if o == nil || n == nil {
 			continue
@@ -439,7 +489,7 @@ func notes(old, new *report.Report) []string {
 		if side.r.Incomplete || side.r.Status == report.StatusIncomplete {
 			out = append(out, side.name+" report is incomplete (interrupted)")
 		}
-		for _, rn := range runNames(side.r) {
+		for _, rn := range side.r.RunNames() {
 			if run := side.r.Runs[rn]; run != nil && run.Status == report.StatusError {
 				out = append(out, fmt.Sprintf("%s report: run %s failed: %s", side.name, rn, run.Error))
 			}

@@ -349,8 +349,8 @@ func TestRouteSession(t *testing.T) {
 		t.Fatalf("a deterministic rerun regressed: %+v", same.Regressions)
 	}
 	for _, m := range same.Metrics {
-		if m.Noise.Method != NoiseNone || m.Verdict(m.headline()) != Within {
-			t.Errorf("%s: %s %v, want deterministic and within", m.Path, m.Noise.Method, m.Verdict(m.headline()))
+		if m.Noise.Method != NoiseNone || m.Verdict(m.Headline()) != Within {
+			t.Errorf("%s: %s %v, want deterministic and within", m.Path, m.Noise.Method, m.Verdict(m.Headline()))
 		}
 	}
 
