@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-dev/tollgate/report/ciout"
 	"github.com/tollgate-dev/tollgate/report/compare"
 	"github.com/tollgate-dev/tollgate/report/html"
+	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/schema"
 )
@@ -418,7 +419,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			code = ExitNotJudged
 		}
 	}
-	if err := report.Summary(stdout, rep); err != nil {
+	if err := text.Summary(stdout, rep); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
 		if code == ExitPass {
 			code = ExitNotJudged

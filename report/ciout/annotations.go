@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/view"
 )
 
 // GitHubAnnotations writes GitHub Actions workflow commands that annotate the
@@ -48,29 +49,20 @@ func GitHubAnnotations(w io.Writer, r *report.Report, scenarioFile string) error
 		}
 		emit("error", g.Name, msg)
 	}
-	for _, run := range failedRuns(r) {
+	for _, run := range view.FailedRuns(r) {
 		msg := run.Error
 		if msg == "" {
 			msg = "the run could not complete"
 		}
 		emit("error", "run "+run.Name, msg)
 	}
-	if r.Incomplete || r.Status == report.StatusIncomplete {
+	if view.Interrupted(r) {
 		emit("error", "run incomplete", "interrupted: the report is partial and marked incomplete")
 	}
-	for _, rn := range runNames(r) {
-		run := r.Runs[rn]
-		if run == nil {
-			continue
-		}
-		for _, pn := range phaseNames(run) {
-			p := run.Phases[pn]
-			if p == nil || p.ServingMetrics == nil {
-				continue
-			}
-			for _, msg := range p.Warnings {
-				emit("warning", rn+"/"+pn, msg)
-			}
+	for _, rn := range r.RunNames() {
+		warnings, _ := view.Notes(rn, r.Runs[rn])
+		for _, n := range warnings {
+			emit("warning", n.Run+"/"+n.Phase, n.Text)
 		}
 	}
 	if ew.err != nil {

@@ -50,12 +50,12 @@ func CSV(w io.Writer, r *report.Report) error {
 	if err := cw.Write(CSVHeader()); err != nil {
 		return fmt.Errorf("writing CSV: %w", err)
 	}
-	for _, rn := range runNames(r) {
+	for _, rn := range r.RunNames() {
 		run := r.Runs[rn]
 		if run == nil {
 			continue
 		}
-		for _, pn := range phaseNames(run) {
+		for _, pn := range run.PhaseNames() {
 			reqs, seams, err := report.PhaseSamples(run.Phases[pn], run.Target.Kind)
 			if err != nil {
 				return fmt.Errorf("CSV: run %s, phase %s: %w", rn, pn, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/view"
 )
 
 // JUnit writes the report as JUnit XML: one <testsuite> named after the
@@ -66,7 +67,7 @@ func JUnit(w io.Writer, r *report.Report) error {
 		}
 		suite.Cases = append(suite.Cases, junitCase{
 			Classname: r.Scenario.Name, Name: "run", Time: suite.Time,
-			Error: &junitProblem{Type: "run_error", Message: oneLine(strings.ReplaceAll(msg, "\n", "; ")), Body: msg},
+			Error: &junitProblem{Type: "run_error", Message: view.OneLine(strings.ReplaceAll(msg, "\n", "; ")), Body: msg},
 		})
 		suite.Errors++
 	}
@@ -97,12 +98,12 @@ func JUnit(w io.Writer, r *report.Report) error {
 // message and every comparison it evaluated, each marked true or false.
 func gateBody(g report.GateResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "gate: %s\nexpr: %s\n", g.Name, oneLine(g.Expr))
+	fmt.Fprintf(&b, "gate: %s\nexpr: %s\n", g.Name, view.OneLine(g.Expr))
 	if g.Message != "" {
 		fmt.Fprintf(&b, "message: %s\n", g.Message)
 	}
 	for _, o := range g.Observations {
-		fmt.Fprintf(&b, "%-5t %s: %s %s %s\n", o.Result, oneLine(o.Expr), value(o.Left), o.Op, value(o.Right))
+		fmt.Fprintf(&b, "%-5t %s: %s %s %s\n", o.Result, view.OneLine(o.Expr), view.Value(o.Left), o.Op, view.Value(o.Right))
 	}
 	return b.String()
 }
