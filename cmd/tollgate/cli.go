@@ -19,9 +19,12 @@ import (
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/ciout"
+	"github.com/tollgate-dev/tollgate/report/annotations"
 	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/csv"
 	"github.com/tollgate-dev/tollgate/report/html"
+	"github.com/tollgate-dev/tollgate/report/junit"
+	"github.com/tollgate-dev/tollgate/report/markdown"
 	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/schema"
@@ -443,9 +446,9 @@ func (f fileOutputs) write(rep, base *report.Report) error {
 		fn         func(io.Writer) error
 	}{
 		{"--html", f.html, func(w io.Writer) error { return html.Write(w, rep, base) }},
-		{"--junit", f.junit, func(w io.Writer) error { return ciout.JUnit(w, rep) }},
-		{"--markdown", f.markdown, func(w io.Writer) error { return ciout.Markdown(w, rep) }},
-		{"--csv", f.csv, func(w io.Writer) error { return ciout.CSV(w, rep) }},
+		{"--junit", f.junit, func(w io.Writer) error { return junit.Write(w, rep) }},
+		{"--markdown", f.markdown, func(w io.Writer) error { return markdown.Write(w, rep) }},
+		{"--csv", f.csv, func(w io.Writer) error { return csv.Write(w, rep) }},
 	}
 	var errs []error
 	for _, wr := range writers {
@@ -470,7 +473,7 @@ func writeOutputs(o *runOptions, rep, base *report.Report, scenarioFile string, 
 	errs := []error{fileOutputs{o.html, o.junit, o.markdown, o.csv}.write(rep, base)}
 	if summary := os.Getenv("GITHUB_STEP_SUMMARY"); summary != "" {
 		var b bytes.Buffer
-		err := ciout.Markdown(&b, rep)
+		err := markdown.Write(&b, rep)
 		if err == nil {
 			err = appendFile(summary, b.Bytes())
 		}
@@ -479,7 +482,7 @@ func writeOutputs(o *runOptions, rep, base *report.Report, scenarioFile string, 
 		}
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
-		if err := ciout.GitHubAnnotations(stdout, rep, scenarioFile); err != nil {
+		if err := annotations.Write(stdout, rep, scenarioFile); err != nil {
 			errs = append(errs, fmt.Errorf("annotations: %w", err))
 		}
 	}

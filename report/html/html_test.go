@@ -3,7 +3,6 @@ package html
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -50,18 +50,7 @@ func runExample(t *testing.T, name string) *report.Report {
 }
 
 // viaJSON round-trips a report as `tollgate report` reads it: samples become []any.
-func viaJSON(t *testing.T, r *report.Report) *report.Report {
-	t.Helper()
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out report.Report
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return &out
-}
+func viaJSON(t *testing.T, r *report.Report) *report.Report { return fixture.RoundTrip(t, r) }
 
 func render(t *testing.T, r, base *report.Report) string {
 	t.Helper()

@@ -16,7 +16,7 @@ import (
 
 // Summary writes the human-readable summary of a report.
 func Summary(w io.Writer, r *report.Report) error {
-	ew := &errWriter{w: w}
+	ew := view.NewErrWriter(w)
 	gates := view.Plural(len(r.Gates), "gate")
 	switch r.Status {
 	case report.StatusIncomplete:
@@ -60,7 +60,7 @@ func Summary(w io.Writer, r *report.Report) error {
 			writeGateDetail(ew, g)
 		}
 	}
-	return ew.err
+	return ew.Err()
 }
 
 func writeGateDetail(w io.Writer, g report.GateResult) {
@@ -120,22 +120,4 @@ func writeLiveRun(w io.Writer, lr view.LiveRun) {
 	for _, n := range append(lr.Warnings, lr.Errors...) {
 		fmt.Fprintf(w, "  ! %s: %s\n", n.Phase, n.Text)
 	}
-}
-
-// errWriter keeps the first write error so a summary to a closed pipe is
-// reported, not swallowed.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return len(p), nil
-	}
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = err
-	}
-	return n, nil
 }

@@ -1,7 +1,9 @@
 package view
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
 )
@@ -54,4 +56,34 @@ func FailedRuns(r *report.Report) []*report.Run {
 // Interrupted reports whether the run was cut short and the report is partial.
 func Interrupted(r *report.Report) bool {
 	return r.Incomplete || r.Status == report.StatusIncomplete
+}
+
+// FalseObservations renders the comparisons that decided a failed gate as
+// "expr: left op right".
+func FalseObservations(g report.GateResult) []string {
+	var out []string
+	for _, o := range g.Observations {
+		if !o.Result {
+			out = append(out, fmt.Sprintf("%s: %s %s %s", OneLine(o.Expr), Value(o.Left), o.Op, Value(o.Right)))
+		}
+	}
+	return out
+}
+
+// GateReason is the one-line reason a gate did not pass: its false
+// observations (at most max, then a count), else its message.
+func GateReason(g report.GateResult, max int) string {
+	if g.Status == report.StatusFail {
+		obs := FalseObservations(g)
+		if len(obs) > 0 {
+			if len(obs) > max {
+				obs = append(obs[:max:max], fmt.Sprintf("… and %d more", len(obs)-max))
+			}
+			return strings.Join(obs, "; ")
+		}
+	}
+	if g.Message != "" {
+		return OneLine(g.Message)
+	}
+	return g.Status
 }

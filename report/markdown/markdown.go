@@ -1,4 +1,10 @@
-package ciout
+// Package markdown writes a tollgate report as GitHub-flavoured Markdown,
+// for a job summary or a pull-request comment, from report/view's tables.
+// It reads only the report, so it writes the same bytes for a report built
+// in-process and one decoded from JSON; golden files under testdata pin the
+// format, which once shipped only grows, so scripts that parse it keep
+// working.
+package markdown
 
 import (
 	"fmt"
@@ -9,7 +15,7 @@ import (
 	"github.com/tollgate-dev/tollgate/report/view"
 )
 
-// Markdown writes the report as GitHub-flavoured Markdown for a job summary
+// Write writes the report as GitHub-flavoured Markdown for a job summary
 // ($GITHUB_STEP_SUMMARY) or a pull-request comment:
 //
 //	## tollgate: route-session — PASS
@@ -23,8 +29,8 @@ import (
 // The tables are report/view's, as the text summary and the HTML page show
 // them. Table cells escape | and backticks, turn < into &lt; (no HTML
 // reaches the page) and fold newlines to spaces.
-func Markdown(w io.Writer, r *report.Report) error {
-	ew := &errWriter{w: w}
+func Write(w io.Writer, r *report.Report) error {
+	ew := view.NewErrWriter(w)
 	fmt.Fprintf(ew, "## tollgate: %s — %s\n\n", inline(r.Scenario.Name), statusWord(r))
 	info := view.Plural(len(r.Runs), "run") + ", " + view.Plural(len(r.Gates), "gate")
 	if r.Scenario.File != "" {
@@ -66,8 +72,8 @@ func Markdown(w io.Writer, r *report.Report) error {
 	if len(examples) > 0 {
 		fmt.Fprintf(ew, "\n### Request errors (examples)\n\n%s\n", strings.Join(examples, "\n"))
 	}
-	if ew.err != nil {
-		return fmt.Errorf("writing Markdown: %w", ew.err)
+	if err := ew.Err(); err != nil {
+		return fmt.Errorf("writing Markdown: %w", err)
 	}
 	return nil
 }
@@ -192,7 +198,7 @@ func writeGatesTable(w io.Writer, r *report.Report) {
 func deciding(g report.GateResult) string {
 	switch g.Status {
 	case report.StatusFail, report.StatusError:
-		return gateReason(g, 4)
+		return view.GateReason(g, 4)
 	}
 	if o, headroom, ok := view.Tightest(g.Observations); ok {
 		return fmt.Sprintf("tightest: %s %s %s (%s headroom)", view.Value(o.Left), o.Op, view.Value(o.Right), view.Percent(headroom*100))
@@ -220,3 +226,16 @@ func cells(row []string) []string {
 
 // inline escapes text for a line outside tables the same way.
 func inline(s string) string { return cell(s) }
+
+// statusWord is the overall verdict in capitals: PASS, FAIL, ERROR,
+// NOT_GATED, INCOMPLETE.
+func statusWord(r *report.Report) string {
+	s := strings.ToUpper(r.Status)
+	if s == "" {
+		s = "UNKNOWN"
+	}
+	if r.Incomplete && r.Status != report.StatusIncomplete {
+		s += " (incomplete)"
+	}
+	return s
+}
