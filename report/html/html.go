@@ -309,7 +309,7 @@ func deltaRows(r, base *report.Report) ([]deltaRow, error) {
 type runView struct {
 	Name, Kind, Status, Error, Params string
 	Target                            targetView
-	Seam                              bool
+	Seam, Failed                      bool
 	ServingRows                       []view.LiveRow
 	Points                            []view.LoadRow
 	SeamRows                          []seamRow
@@ -338,7 +338,8 @@ func runViews(r *report.Report) []runView {
 	var out []runView
 	for _, rn := range r.RunNames() {
 		run := r.Runs[rn]
-		v := runView{Name: rn, Kind: run.Target.Kind, Status: run.Status, Error: run.Error, Seam: run.Target.Kind == report.TargetSeam}
+		v := runView{Name: rn, Kind: run.Target.Kind, Status: run.Status, Error: run.Error, Seam: run.Target.Kind == report.TargetSeam,
+			Failed: run.Status == report.RunError}
 		var params []string
 		for k, val := range run.Params {
 			params = append(params, k+"="+val)
