@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,5 +115,54 @@ func TestCheckWritable(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("CheckWritable left files: %v", entries)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	good, err := json.Marshal(minimal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withExtra := strings.Replace(string(good), `"schema_version":1`, `"schema_version":1,"future_field":{"x":1}`, 1)
+	v2 := strings.Replace(string(good), `"schema_version":1`, `"schema_version":2`, 1)
+	for _, tc := range []struct {
+		name, in string
+		want     error // nil: decodes
+	}{
+		{name: "report", in: string(good)},
+		{name: "unknown fields are fine", in: withExtra},
+		{name: "not JSON", in: "runs: {}", want: ErrNotReport},
+		{name: "other JSON", in: `{"name": "x"}`, want: ErrNotReport},
+		{name: "array", in: `[1, 2]`, want: ErrNotReport},
+		{name: "another tool", in: `{"schema_version": 1, "tool": {"name": "other"}, "runs": {}}`, want: ErrNotReport},
+		{name: "no runs", in: `{"schema_version": 1, "tool": {"name": "tollgate"}}`, want: ErrNotReport},
+		{name: "wrong types", in: `{"schema_version": 1, "tool": {"name": "tollgate"}, "runs": {"a": 3}}`, want: ErrNotReport},
+		{name: "another schema version", in: v2, want: ErrSchemaVersion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Decode(strings.NewReader(tc.in))
+			if tc.want == nil {
+				if err != nil || r == nil {
+					t.Fatalf("Decode: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadFileNamesThePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.json")
+	if err := os.WriteFile(path, []byte(`{"name": "x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), path) || !errors.Is(err, ErrNotReport) {
+		t.Fatalf("error %v, want one naming %s and wrapping ErrNotReport", err, path)
+	}
+	if _, err := ReadFile(path + ".missing"); err == nil || !strings.Contains(err.Error(), "reading report") {
+		t.Fatalf("error %v, want a read error", err)
 	}
 }

@@ -24,7 +24,7 @@ func PhaseSamples(p *Phase, targetKind string) ([]RequestSample, []SeamSample, e
 	if err != nil {
 		return nil, nil, fmt.Errorf("re-encoding samples: %w", err)
 	}
-	if targetKind == "seam" {
+	if targetKind == TargetSeam {
 		var out []SeamSample
 		if err := json.Unmarshal(raw, &out); err != nil {
 			return nil, nil, fmt.Errorf("decoding seam samples: %w", err)

@@ -20,9 +20,9 @@ type Stat struct {
 	Max   *float64 `json:"max,omitempty"`
 }
 
-// NewStat computes a Stat with nearest-rank percentiles: the p-th percentile
-// of n sorted values is the value at rank ceil(n·p/100). Nearest rank always
-// returns an observed value, so a gate compares against something that happened.
+// NewStat computes a Stat with nearest-rank percentiles (stats.NearestRank):
+// the p-th percentile of n sorted values is the value at rank ceil(n·p/100),
+// always an observed value, so a gate compares against something that happened.
 func NewStat(values []float64) Stat {
 	s := Stat{Count: len(values)}
 	if len(values) == 0 {
@@ -36,19 +36,11 @@ func NewStat(values []float64) Stat {
 	}
 	s.Mean = F(sum / float64(len(v)))
 	s.Min, s.Max = F(v[0]), F(v[len(v)-1])
-	s.P50 = F(NearestRank(v, 50))
-	s.P90 = F(NearestRank(v, 90))
-	s.P95 = F(NearestRank(v, 95))
-	s.P99 = F(NearestRank(v, 99))
+	s.P50 = F(stats.NearestRank(v, 50))
+	s.P90 = F(stats.NearestRank(v, 90))
+	s.P95 = F(stats.NearestRank(v, 95))
+	s.P99 = F(stats.NearestRank(v, 99))
 	return s
-}
-
-// NearestRank returns the p-th percentile (0 < p ≤ 100) of sorted values.
-func NearestRank(sorted []float64, p int) float64 {
-	n := len(sorted)
-	idx := (n*p+99)/100 - 1 // ceil(n·p/100) − 1 in integers, exact for whole-number p
-	idx = max(0, min(idx, n-1))
-	return sorted[idx]
 }
 
 // F returns a pointer to a finite value, or nil for NaN and ±Inf, which JSON

@@ -16,8 +16,8 @@
 // # Error bound
 //
 // Quantile uses nearest rank: the p-th percentile of n values is the value
-// of rank ceil(n·p/100) in sorted order, the same definition report.NewStat
-// uses. Because buckets partition the value line in order, counting ranks
+// of rank ceil(n·p/100) in sorted order, the same definition as NearestRank
+// (and so report.NewStat). Because buckets partition the value line in order, counting ranks
 // through the buckets finds the very bucket holding the true nearest-rank
 // value v. The reported value is that bucket's midpoint, clamped to the exact
 // [Min, Max]. A bucket in [2^e, 2^(e+1)) is 2^e/1024 wide, so the midpoint is
@@ -255,7 +255,7 @@ func (h *Histogram) Quantile(p float64) float64 {
 	if h.count == 0 || !(p >= 0 && p <= 100) {
 		return math.NaN()
 	}
-	r := rank(h.count, p)
+	r := Rank(h.count, p)
 	switch {
 	case r == 1:
 		return h.min
@@ -294,22 +294,6 @@ func (h *Histogram) represent(k uint64) float64 {
 	hi := math.Float64frombits((k + 1) << keyShift) // +Inf past MaxFloat64; the clamp absorbs it
 	mid := lo + (hi-lo)/2                           // exact: lo and hi share all but the last sub-bucket bit
 	return min(max(mid, h.min), h.max)
-}
-
-// rankSlack absorbs the rounding in n·p/100 — p's decimal-to-binary error
-// plus one multiply and one divide, a few ulps — so that a percentile the
-// caller wrote as a decimal (99.9) lands on the rank exact decimal arithmetic
-// gives instead of the next one up. It is far below the gap between
-// n·p/100 and the nearest integer for any real n and p with a few decimals.
-const rankSlack = 8.0 / (1 << 53)
-
-// rank returns the 1-based nearest rank ceil(n·p/100), clamped to 1..n.
-func rank(n int64, p float64) int64 {
-	x := float64(n) * p / 100
-	if k := math.Round(x); math.Abs(x-k) <= x*rankSlack {
-		x = k
-	}
-	return min(max(int64(math.Ceil(x)), 1), n)
 }
 
 // Merge adds every value recorded in other to h, exactly: the result is the

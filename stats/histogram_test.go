@@ -125,8 +125,8 @@ func TestRankDecimalPercentiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := rank(tt.n, tt.p); got != tt.want {
-				t.Errorf("rank(%d, %v) = %d, want %d", tt.n, tt.p, got, tt.want)
+			if got := Rank(tt.n, tt.p); got != tt.want {
+				t.Errorf("Rank(%d, %v) = %d, want %d", tt.n, tt.p, got, tt.want)
 			}
 		})
 	}
@@ -134,8 +134,8 @@ func TestRankDecimalPercentiles(t *testing.T) {
 	for n := int64(1); n <= 2000; n += 37 {
 		for pm := int64(0); pm <= 1000; pm++ {
 			want := max(1, min((n*pm+999)/1000, n))
-			if got := rank(n, float64(pm)/10); got != want {
-				t.Fatalf("rank(%d, %v) = %d, want %d", n, float64(pm)/10, got, want)
+			if got := Rank(n, float64(pm)/10); got != want {
+				t.Fatalf("Rank(%d, %v) = %d, want %d", n, float64(pm)/10, got, want)
 			}
 		}
 	}

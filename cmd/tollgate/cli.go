@@ -19,9 +19,13 @@ import (
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/ciout"
+	"github.com/tollgate-dev/tollgate/report/annotations"
 	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/csv"
 	"github.com/tollgate-dev/tollgate/report/html"
+	"github.com/tollgate-dev/tollgate/report/junit"
+	"github.com/tollgate-dev/tollgate/report/markdown"
+	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/schema"
 )
@@ -231,7 +235,7 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 // loadBaseline reads a baseline report and checks, before anything is
 // sent, that it comes from the same scenario and host hardware.
 func loadBaseline(path string, sc *scenarios.Scenario, allowAny bool) (*report.Report, map[string]any, error) {
-	base, err := loadReportFile(path)
+	base, err := report.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--baseline: %w (give a report written by tollgate run --json-out)", err)
 	}
@@ -413,7 +417,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		verdict.OutputFailed = true
 	}
-	if err := report.Summary(stdout, rep); err != nil {
+	if err := text.Summary(stdout, rep); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
 		verdict.OutputFailed = true
 	}
@@ -440,9 +444,9 @@ func (f fileOutputs) write(rep, base *report.Report) error {
 		fn         func(io.Writer) error
 	}{
 		{"--html", f.html, func(w io.Writer) error { return html.Write(w, rep, base) }},
-		{"--junit", f.junit, func(w io.Writer) error { return ciout.JUnit(w, rep) }},
-		{"--markdown", f.markdown, func(w io.Writer) error { return ciout.Markdown(w, rep) }},
-		{"--csv", f.csv, func(w io.Writer) error { return ciout.CSV(w, rep) }},
+		{"--junit", f.junit, func(w io.Writer) error { return junit.Write(w, rep) }},
+		{"--markdown", f.markdown, func(w io.Writer) error { return markdown.Write(w, rep) }},
+		{"--csv", f.csv, func(w io.Writer) error { return csv.Write(w, rep) }},
 	}
 	var errs []error
 	for _, wr := range writers {
@@ -467,7 +471,7 @@ func writeOutputs(o *runOptions, rep, base *report.Report, scenarioFile string, 
 	errs := []error{fileOutputs{o.html, o.junit, o.markdown, o.csv}.write(rep, base)}
 	if summary := os.Getenv("GITHUB_STEP_SUMMARY"); summary != "" {
 		var b bytes.Buffer
-		err := ciout.Markdown(&b, rep)
+		err := markdown.Write(&b, rep)
 		if err == nil {
 			err = appendFile(summary, b.Bytes())
 		}
@@ -476,7 +480,7 @@ func writeOutputs(o *runOptions, rep, base *report.Report, scenarioFile string, 
 		}
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
-		if err := ciout.GitHubAnnotations(stdout, rep, scenarioFile); err != nil {
+		if err := annotations.Write(stdout, rep, scenarioFile); err != nil {
 			errs = append(errs, fmt.Errorf("annotations: %w", err))
 		}
 	}

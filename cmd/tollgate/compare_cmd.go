@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -72,12 +71,12 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	if bad {
 		return ExitInvalid
 	}
-	oldR, err := readCompareReport(fs.Arg(0))
+	oldR, err := report.ReadFile(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate compare: %v\n", err)
 		return ExitInvalid
 	}
-	newR, err := readCompareReport(fs.Arg(1))
+	newR, err := report.ReadFile(fs.Arg(1))
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate compare: %v\n", err)
 		return ExitInvalid
@@ -96,17 +95,4 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		return ExitGateFailed
 	}
 	return ExitPass
-}
-
-// readCompareReport reads and leniently decodes a report file.
-func readCompareReport(path string) (*report.Report, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading report: %w", err)
-	}
-	r, err := compare.Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, nil
 }

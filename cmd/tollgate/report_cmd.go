@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -67,14 +65,14 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate report: nothing to write: give --html, --junit, --markdown or --csv PATH\n")
 		return ExitInvalid
 	}
-	r, err := loadReportFile(fs.Arg(0))
+	r, err := report.ReadFile(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
 		return ExitInvalid
 	}
 	var base *report.Report
 	if o.baseline != "" {
-		if base, err = loadReportFile(o.baseline); err != nil {
+		if base, err = report.ReadFile(o.baseline); err != nil {
 			fmt.Fprintf(stderr, "tollgate report: --baseline: %v\n", err)
 			return ExitInvalid
 		}
@@ -89,36 +87,4 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return ExitPass
-}
-
-// loadReportFile decodes a tollgate report. Unknown fields are ignored so a
-// report from a newer tollgate still renders; what it must have is the
-// identity of a version-1 tollgate report.
-func loadReportFile(path string) (*report.Report, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading report: %w", err)
-	}
-	var id struct {
-		SchemaVersion *int `json:"schema_version"`
-		Tool          struct {
-			Name string `json:"name"`
-		} `json:"tool"`
-	}
-	if err := json.Unmarshal(data, &id); err != nil {
-		return nil, fmt.Errorf("%s is not a tollgate report: %w", path, err)
-	}
-	switch {
-	case id.SchemaVersion == nil:
-		return nil, fmt.Errorf("%s is not a tollgate report: no schema_version", path)
-	case *id.SchemaVersion != report.SchemaVersion:
-		return nil, fmt.Errorf("%s has schema_version %d; this tollgate reads version %d", path, *id.SchemaVersion, report.SchemaVersion)
-	case id.Tool.Name != "tollgate":
-		return nil, fmt.Errorf("%s is not a tollgate report: tool.name is %q", path, id.Tool.Name)
-	}
-	var r report.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: decoding the report: %w", path, err)
-	}
-	return &r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // Interval is a confidence interval of new − old, in the metric's unit.
@@ -92,7 +93,7 @@ func resampleStats(sorted []float64, counts []int, rng *rand.Rand, out []float64
 	ranks := [4]int{50, 90, 95, 99}
 	var want [4]int // 1-based ranks: ceil(m·p/100)
 	for i, p := range ranks {
-		want[i] = max(1, (m*p+99)/100)
+		want[i] = int(stats.Rank(int64(m), float64(p)))
 	}
 	seen, next := 0, 0
 	for j, c := range counts {

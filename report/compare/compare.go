@@ -4,7 +4,6 @@
 package compare
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -29,8 +28,9 @@ const (
 	DefaultMinSamples = 5
 )
 
-// ErrNotReport marks input that is not a tollgate report.
-var ErrNotReport = errors.New("not a tollgate report")
+// ErrNotReport is report.ErrNotReport, so a caller of Compare need not
+// import report to test for it.
+var ErrNotReport = report.ErrNotReport
 
 // ErrIncomparable marks reports that differ in scenario, model or host.
 var ErrIncomparable = errors.New("reports are not comparable")
@@ -155,8 +155,58 @@ func (m *Metric) Worse(stat string) bool {
 	return false
 }
 
-// headline is the statistic a table row leads with: p50, or value.
-func (m *Metric) headline() string {
+// Outcome is what a change of one statistic amounts to, judged against
+// noise: the one reading that tollgate compare's table and the HTML page's
+// old-vs-new table both show.
+type Outcome int
+
+const (
+	// OutcomeUnknown: noise is unknown (or a side lacks the statistic).
+	OutcomeUnknown Outcome = iota
+	// OutcomeSame: no change, or a change within noise.
+	OutcomeSame
+	// OutcomeBetter: beyond noise, the way the metric's direction calls better.
+	OutcomeBetter
+	// OutcomeWorse: beyond noise, the way its direction calls worse.
+	OutcomeWorse
+	// OutcomeChanged: beyond noise, on a neutral metric.
+	OutcomeChanged
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSame:
+		return "same"
+	case OutcomeBetter:
+		return "better"
+	case OutcomeWorse:
+		return "worse"
+	case OutcomeChanged:
+		return "changed"
+	}
+	return "unknown"
+}
+
+// Outcome judges the change of a statistic: its verdict against noise,
+// then its direction.
+func (m *Metric) Outcome(stat string) Outcome {
+	switch m.Verdict(stat) {
+	case Beyond:
+		switch {
+		case m.Direction == Neutral:
+			return OutcomeChanged
+		case m.Worse(stat):
+			return OutcomeWorse
+		}
+		return OutcomeBetter
+	case Within:
+		return OutcomeSame
+	}
+	return OutcomeUnknown
+}
+
+// Headline is the statistic a table row leads with: p50, or value.
+func (m *Metric) Headline() string {
 	if m.Scalar {
 		return "value"
 	}
@@ -190,30 +240,6 @@ type Result struct {
 	OnlyOld, OnlyNew []string
 	// Notes are what a reader should know: a failed run, a different host name.
 	Notes []string
-}
-
-// Decode reads a report leniently: unknown fields are ignored, so a report
-// from a newer tollgate with added fields still compares. It refuses JSON
-// that is not a tollgate report (wrapping ErrNotReport).
-func Decode(data []byte) (*report.Report, error) {
-	var probe struct {
-		SchemaVersion *int `json:"schema_version"`
-		Tool          struct {
-			Name string `json:"name"`
-		} `json:"tool"`
-		Runs json.RawMessage `json:"runs"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
-	}
-	if probe.SchemaVersion == nil || probe.Tool.Name != "tollgate" || len(probe.Runs) == 0 {
-		return nil, fmt.Errorf("%w: no schema_version, tool.name \"tollgate\" and runs", ErrNotReport)
-	}
-	var r report.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
-	}
-	return &r, nil
 }
 
 // Compare compares every metric both reports have. It refuses reports of
@@ -320,7 +346,7 @@ func judge(res *Result, m *Metric, key string, oe *entry, t Threshold) {
 	if !t.exceeds(pct) {
 		return
 	}
-	base := fmt.Sprintf("%s.%s: %s → %s (%s, limit %s)", key, t.Stat, num(oldV), num(newV), pctString(pct), t.Raw)
+	base := fmt.Sprintf("%s.%s: %s → %s (%s, limit %s)", key, t.Stat, num(oldV), num(newV), FormatChange(pct), t.Raw)
 	switch m.Verdict(t.Stat) {
 	case Beyond:
 		if m.Noise.Method == NoiseBootstrap {
@@ -434,7 +460,7 @@ func comparable(old, new *report.Report, allowAny bool) error {
 	if old.Host.CPUCores != new.Host.CPUCores {
 		diffs = append(diffs, fmt.Sprintf("host cpu_cores: old %d, new %d", old.Host.CPUCores, new.Host.CPUCores))
 	}
-	for _, rn := range runNames(old) {
+	for _, rn := range old.RunNames() {
 		o, n := old.Runs[rn], new.Runs[rn]
 		if o == nil || n == nil {
 			continue
@@ -463,7 +489,7 @@ func notes(old, new *report.Report) []string {
 		if side.r.Incomplete || side.r.Status == report.StatusIncomplete {
 			out = append(out, side.name+" report is incomplete (interrupted)")
 		}
-		for _, rn := range runNames(side.r) {
+		for _, rn := range side.r.RunNames() {
 			if run := side.r.Runs[rn]; run != nil && run.Status == report.StatusError {
 				out = append(out, fmt.Sprintf("%s report: run %s failed: %s", side.name, rn, run.Error))
 			}

@@ -36,7 +36,7 @@ func Table(w io.Writer, res *Result) error {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, " \tmetric\tp50 old\tp50 new\tΔ p50\tp95 old\tp95 new\tΔ p95\tΔ mean\tnoise (p50)")
 	for _, m := range res.Metrics {
-		h := m.headline()
+		h := m.Headline()
 		row := []string{marker(m, regressed[m]), m.Path, num2(m.Old, h), num2(m.New, h), change(m, h)}
 		if m.Scalar {
 			row = append(row, "", "", "", "")
@@ -78,20 +78,17 @@ func Table(w io.Writer, res *Result) error {
 }
 
 func marker(m *Metric, regressed bool) string {
-	h := m.headline()
 	if regressed {
 		return "!"
 	}
-	switch m.Verdict(h) {
-	case Beyond:
-		switch {
-		case m.Direction == Neutral:
-			return "*"
-		case m.Worse(h):
-			return "!"
-		}
+	switch m.Outcome(m.Headline()) {
+	case OutcomeWorse:
+		return "!"
+	case OutcomeBetter:
 		return "+"
-	case Within:
+	case OutcomeChanged:
+		return "*"
+	case OutcomeSame:
 		return "~"
 	}
 	return "?"
@@ -121,10 +118,12 @@ func change(m *Metric, stat string) string {
 	if !ok {
 		return "-"
 	}
-	return pctString(pct)
+	return FormatChange(pct)
 }
 
-func pctString(pct float64) string {
+// FormatChange writes a percent change as +12.3%, and a change from 0 as
+// +inf% (from 0); every writer that shows a delta calls it.
+func FormatChange(pct float64) string {
 	switch {
 	case math.IsInf(pct, 1):
 		return "+inf% (from 0)"

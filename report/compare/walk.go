@@ -56,7 +56,7 @@ type entry struct {
 // metrics lists every metric of a report by its path key, in report order.
 func metrics(r *report.Report) (map[string]*entry, []string, error) {
 	w := &walker{byKey: map[string]*entry{}}
-	for _, rn := range runNames(r) {
+	for _, rn := range r.RunNames() {
 		run := r.Runs[rn]
 		if run == nil {
 			continue
@@ -106,15 +106,15 @@ func (w *walker) scalar(path []string, v *float64, det bool) {
 
 func (w *walker) run(rn string, run *report.Run) error {
 	base := []string{"runs", rn}
-	if run.Target.Kind == "seam" {
+	if run.Target.Kind == report.TargetSeam {
 		var all []report.SeamSample
 		haveSamples := false
-		for _, pn := range phaseNames(run) {
+		for _, pn := range run.PhaseNames() {
 			p := run.Phases[pn]
 			if p == nil || p.SeamMetrics == nil {
 				continue
 			}
-			_, ss, err := report.PhaseSamples(p, "seam")
+			_, ss, err := report.PhaseSamples(p, report.TargetSeam)
 			if err != nil {
 				return fmt.Errorf("phase %s: %w", pn, err)
 			}
@@ -137,9 +137,9 @@ func (w *walker) run(rn string, run *report.Run) error {
 		}
 		return nil
 	}
-	for _, pn := range phaseNames(run) {
+	for _, pn := range run.PhaseNames() {
 		p := run.Phases[pn]
-		if p == nil || p.ServingMetrics == nil || p.Kind == "warmup" {
+		if p == nil || p.ServingMetrics == nil || p.Kind == report.KindWarmup {
 			continue
 		}
 		reqs, _, err := report.PhaseSamples(p, run.Target.Kind)
@@ -148,7 +148,7 @@ func (w *walker) run(rn string, run *report.Run) error {
 		}
 		pp := join(base, "phases", pn)
 		w.serving(pp, p.ServingMetrics, reqs, reqs != nil, nil)
-		for _, k := range pointOrder(p.ByPromptTokens) {
+		for _, k := range report.PointKeys(p.ByPromptTokens) {
 			if pt := p.ByPromptTokens[k]; pt != nil && pt.ServingMetrics != nil {
 				w.serving(join(pp, "by_prompt_tokens", k), pt.ServingMetrics, reqs, reqs != nil, &k)
 			}
@@ -171,7 +171,7 @@ func (w *walker) run(rn string, run *report.Run) error {
 				w.scalar(join(ip, "goodput", "attained_pct"), g.AttainedPct, false)
 			}
 		}
-		for _, k := range pointOrder(p.Variants) {
+		for _, k := range report.PointKeys(p.Variants) {
 			if pt := p.Variants[k]; pt != nil && pt.ServingMetrics != nil {
 				vp := join(pp, "variants", k)
 				w.serving(vp, pt.ServingMetrics, reqs, reqs != nil, &k)
@@ -314,47 +314,5 @@ func sortedKeys[V any](m map[string]V) []string {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	return keys
-}
-
-// runNames is the report's run order, then any run it omits, by name.
-func runNames(r *report.Report) []string {
-	return ordered(r.RunOrder, sortedKeys(r.Runs))
-}
-
-func phaseNames(run *report.Run) []string {
-	return ordered(run.PhaseOrder, sortedKeys(run.Phases))
-}
-
-func ordered(order, all []string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, n := range order {
-		if !seen[n] && slices.Contains(all, n) {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	for _, n := range all {
-		if !seen[n] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// pointOrder orders prompt sizes numerically, then anything else by name.
-func pointOrder(m map[string]*report.Point) []string {
-	keys := sortedKeys(m)
-	slices.SortStableFunc(keys, func(a, b string) int {
-		ta, tb := 0, 0
-		if m[a] != nil {
-			ta = m[a].TargetPromptTokens
-		}
-		if m[b] != nil {
-			tb = m[b].TargetPromptTokens
-		}
-		return ta - tb
-	})
 	return keys
 }

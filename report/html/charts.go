@@ -57,11 +57,11 @@ type charts struct {
 
 func newCharts(r, base *report.Report) *charts {
 	c := &charts{r: r, base: base, cache: sampleCache{}, color: map[string]int{}}
-	for i, n := range runOrder(r) {
+	for i, n := range r.RunNames() {
 		c.color[n] = i
 	}
 	n := len(c.color)
-	for _, name := range runOrder(base) {
+	for _, name := range base.RunNames() {
 		if _, ok := c.color[name]; !ok {
 			c.color[name] = n
 			n++
@@ -97,9 +97,9 @@ func (c *charts) sections() []section {
 // ttftByPrompt: TTFT p50 against prompt size, whisker up to p95.
 func (c *charts) ttftByPrompt() []figure {
 	var ss []series
-	for _, rn := range runOrder(c.r) {
+	for _, rn := range c.r.RunNames() {
 		run := c.r.Runs[rn]
-		for _, pn := range phaseOrder(run) {
+		for _, pn := range run.PhaseNames() {
 			p := run.Phases[pn]
 			if len(p.ByPromptTokens) == 0 {
 				continue
@@ -110,7 +110,7 @@ func (c *charts) ttftByPrompt() []figure {
 			}
 			col := c.color[rn]
 			ss = append(ss, series{Name: name, Color: col, Marker: col, Pts: promptPoints(p)})
-			if bp := basePhase(c.base, rn, pn); bp != nil && len(bp.ByPromptTokens) > 0 {
+			if bp := phaseOf(c.base, rn, pn); bp != nil && len(bp.ByPromptTokens) > 0 {
 				ss = append(ss, series{Name: name + " (baseline)", Color: col, Marker: col, Old: true, Pts: promptPoints(bp)})
 			}
 		}
@@ -136,7 +136,7 @@ func countPhases(run *report.Run, pred func(*report.Phase) bool) int {
 
 func promptPoints(p *report.Phase) []xy {
 	var pts []xy
-	for _, k := range pointKeys(p.ByPromptTokens) {
+	for _, k := range report.PointKeys(p.ByPromptTokens) {
 		pnt := p.ByPromptTokens[k]
 		if pnt.ServingMetrics == nil {
 			continue
@@ -172,11 +172,11 @@ func (c *charts) decodeRate() []figure {
 		}
 		return math.NaN(), math.NaN(), ""
 	}
-	for _, rn := range runOrder(c.r) {
+	for _, rn := range c.r.RunNames() {
 		run := c.r.Runs[rn]
-		for _, pn := range phaseOrder(run) {
+		for _, pn := range run.PhaseNames() {
 			p := run.Phases[pn]
-			if p.Kind != "decode" {
+			if p.Kind != report.KindDecode {
 				continue
 			}
 			v, lo, tip := rate(p)
@@ -184,10 +184,10 @@ func (c *charts) decodeRate() []figure {
 				continue
 			}
 			cat := rn
-			if countPhases(run, func(p *report.Phase) bool { return p.Kind == "decode" }) > 1 {
+			if countPhases(run, func(p *report.Phase) bool { return p.Kind == report.KindDecode }) > 1 {
 				cat += " · " + pn
 			}
-			ov, olo, otp := rate(basePhase(c.base, rn, pn))
+			ov, olo, otp := rate(phaseOf(c.base, rn, pn))
 			es = append(es, entry{cat, v, lo, ov, olo, tip, otp})
 		}
 	}
@@ -229,10 +229,10 @@ func (c *charts) prefixCache() []figure {
 		p     *report.Phase
 	}
 	var srcs []src
-	for _, rn := range runOrder(c.r) {
+	for _, rn := range c.r.RunNames() {
 		run := c.r.Runs[rn]
 		multi := countPhases(run, func(p *report.Phase) bool { return len(p.Variants) > 0 }) > 1
-		for _, pn := range phaseOrder(run) {
+		for _, pn := range run.PhaseNames() {
 			p := run.Phases[pn]
 			if len(p.Variants) == 0 {
 				continue
@@ -242,10 +242,10 @@ func (c *charts) prefixCache() []figure {
 				name += " · " + pn
 			}
 			srcs = append(srcs, src{name, c.color[rn], false, p})
-			if bp := basePhase(c.base, rn, pn); bp != nil && len(bp.Variants) > 0 {
+			if bp := phaseOf(c.base, rn, pn); bp != nil && len(bp.Variants) > 0 {
 				srcs = append(srcs, src{name + " (baseline)", c.color[rn], true, bp})
 			}
-			for _, k := range variantKeys(p.Variants) {
+			for _, k := range report.PointKeys(p.Variants) {
 				if _, ok := catIdx[k]; !ok {
 					catIdx[k] = len(cats)
 					cats = append(cats, k)
@@ -284,48 +284,81 @@ func (c *charts) prefixCache() []figure {
 	return []figure{ch.figure("fresh: a prompt never seen; identical: the same prompt again; small_suffix: the same prefix with a few new tokens. Bar: p50; whisker up to p95. Lower is better.")}
 }
 
-// sweepAxis and sweepMetrics describe load-sweep points; a new metric is a
-// new row here.
-var sweepAxes = []axis{
-	{Label: "concurrency", Unit: "streams", Zero: true},
-	{Label: "rate", Unit: "req/s", Zero: true},
+// sweepAxis is an x axis of a load sweep: concurrency or offered rate.
+type sweepAxis struct {
+	axis
+	x func(*report.LoadPoint) (float64, bool)
 }
 
+func sweepAxes() []sweepAxis {
+	return []sweepAxis{
+		{axis{Label: "concurrency", Unit: "streams", Zero: true}, func(lp *report.LoadPoint) (float64, bool) {
+			return float64(lp.Concurrency), lp.Concurrency > 0
+		}},
+		{axis{Label: "rate", Unit: "req/s", Zero: true}, func(lp *report.LoadPoint) (float64, bool) { return lp.Rate, lp.Rate > 0 }},
+	}
+}
+
+// sweepMetric is a figure drawn against a sweep axis; a new metric is a new
+// entry in sweepMetrics.
 type sweepMetric struct {
-	title string
-	keys  []string // candidate dotted paths into a point, first present wins
-	stat  string
-	unit  string
+	title, unit string
+	y           func(*report.LoadPoint) *float64
 }
 
-var sweepMetrics = []sweepMetric{
-	{"Output throughput", []string{"output_tokens_per_s", "total_tokens_per_s"}, "", "tokens/s"},
-	{"Goodput", []string{"goodput.good_requests_per_s"}, "", "req/s"},
-	{"TTFT p99", []string{"ttft_ms.p99"}, "", "ms"},
+func sweepMetrics() []sweepMetric {
+	return []sweepMetric{
+		{"Output throughput", "tokens/s", func(lp *report.LoadPoint) *float64 {
+			if lp.OutputTokensPerS != nil {
+				return lp.OutputTokensPerS
+			}
+			return lp.TotalTokensPerS
+		}},
+		{"Goodput", "req/s", func(lp *report.LoadPoint) *float64 {
+			if lp.Goodput == nil {
+				return nil
+			}
+			return lp.Goodput.GoodRequestsPerS
+		}},
+		{"TTFT p99", "ms", func(lp *report.LoadPoint) *float64 {
+			if lp.ServingMetrics == nil {
+				return nil
+			}
+			return lp.TTFTMS.P99
+		}},
+	}
+}
+
+// points are a phase's load points (nil for a nil phase).
+func points(p *report.Phase) []*report.LoadPoint {
+	if p == nil {
+		return nil
+	}
+	return p.Points
 }
 
 func (c *charts) sweeps() []figure {
 	var figs []figure
-	for _, rn := range runOrder(c.r) {
+	for _, rn := range c.r.RunNames() {
 		run := c.r.Runs[rn]
-		for _, pn := range phaseOrder(run) {
-			pts := sweepPoints(run.Phases[pn])
+		for _, pn := range run.PhaseNames() {
+			pts := run.Phases[pn].Points
 			if len(pts) < 2 {
 				continue // one point is a number, not a curve: the tables show it
 			}
-			old := sweepPoints(basePhase(c.base, rn, pn))
-			for _, ax := range sweepAxes {
-				for _, m := range sweepMetrics {
-					s := sweepSeries(rn, c.color[rn], false, pts, ax.Label, m)
+			old := points(phaseOf(c.base, rn, pn))
+			for _, ax := range sweepAxes() {
+				for _, m := range sweepMetrics() {
+					s := sweepSeries(rn, c.color[rn], false, pts, ax, m)
 					if len(s.Pts) == 0 {
 						continue
 					}
 					ss := []series{s}
-					if o := sweepSeries(rn+" (baseline)", c.color[rn], true, old, ax.Label, m); len(o.Pts) > 0 {
+					if o := sweepSeries(rn+" (baseline)", c.color[rn], true, old, ax, m); len(o.Pts) > 0 {
 						ss = append(ss, o)
 					}
 					ch := lineChart{Title: fmt.Sprintf("%s against %s — %s · %s", m.title, ax.Label, rn, pn),
-						X: ax, Y: axis{Label: m.title, Unit: m.unit, Zero: true}, Series: ss}
+						X: ax.axis, Y: axis{Label: m.title, Unit: m.unit, Zero: true}, Series: ss}
 					figs = append(figs, ch.figure(""))
 				}
 			}
@@ -334,19 +367,18 @@ func (c *charts) sweeps() []figure {
 	return figs
 }
 
-func sweepSeries(name string, color int, old bool, pts []map[string]any, xKey string, m sweepMetric) series {
+func sweepSeries(name string, color int, old bool, pts []*report.LoadPoint, ax sweepAxis, m sweepMetric) series {
 	s := series{Name: name, Color: color, Marker: color, Old: old}
 	for _, p := range pts {
-		x, ok := num(p[xKey], "")
-		if !ok {
+		if p == nil {
 			continue
 		}
-		for _, k := range m.keys {
-			if y, ok := num(lookup(p, k), m.stat); ok {
-				s.Pts = append(s.Pts, pt(x, y, fmt.Sprintf("%s %s: %s %s", xKey, fmtNum(x), fmtNum(y), m.unit)))
-				break
-			}
+		x, ok := ax.x(p)
+		y := m.y(p)
+		if !ok || y == nil || !finite(*y) {
+			continue
 		}
+		s.Pts = append(s.Pts, pt(x, *y, fmt.Sprintf("%s %s: %s %s", ax.Label, fmtNum(x), fmtNum(*y), m.unit)))
 	}
 	return s
 }
@@ -355,9 +387,9 @@ func sweepSeries(name string, color int, old bool, pts []map[string]any, xKey st
 func (c *charts) seamBreakdown() []figure {
 	var phases []string
 	seen := map[string]bool{}
-	for _, rn := range runOrder(c.r) {
-		for _, pn := range phaseOrder(c.r.Runs[rn]) {
-			if !seen[pn] && len(c.cache.of(c.r.Runs[rn].Phases[pn]).seam) > 0 {
+	for _, rn := range c.r.RunNames() {
+		for _, pn := range c.r.Runs[rn].PhaseNames() {
+			if !seen[pn] && len(c.cache.of(c.r, rn, pn).seam) > 0 {
 				seen[pn] = true
 				phases = append(phases, pn)
 			}
@@ -368,13 +400,13 @@ func (c *charts) seamBreakdown() []figure {
 		var cats []string
 		var oldCats []bool
 		var rows [][]float64
-		for _, rn := range runOrder(c.r) {
-			s := c.cache.of(c.r.Runs[rn].Phases[pn]).seam
+		for _, rn := range c.r.RunNames() {
+			s := c.cache.of(c.r, rn, pn).seam
 			if len(s) == 0 {
 				continue
 			}
 			cats, oldCats, rows = append(cats, rn), append(oldCats, false), append(rows, breakdown(s))
-			if bs := c.cache.of(basePhase(c.base, rn, pn)).seam; len(bs) > 0 {
+			if bs := c.cache.of(c.base, rn, pn).seam; len(bs) > 0 {
 				cats, oldCats, rows = append(cats, rn+" (baseline)"), append(oldCats, true), append(rows, breakdown(bs))
 			}
 		}
@@ -435,11 +467,12 @@ var latencyMetrics = []latencyMetric{
 
 // distribution returns a phase's values for m from its samples, or a CDF
 // traced through its percentiles when the report kept no samples.
-func (c *charts) distribution(p *report.Phase, m latencyMetric) (pts []xy, approx bool) {
-	if p == nil || p.Kind == "warmup" {
+func (c *charts) distribution(rep *report.Report, rn, pn string, m latencyMetric) (pts []xy, approx bool) {
+	p := phaseOf(rep, rn, pn)
+	if p == nil || p.Kind == report.KindWarmup {
 		return nil, false
 	}
-	s := c.cache.of(p)
+	s := c.cache.of(rep, rn, pn)
 	var vals []float64
 	if m.reqs != nil {
 		for i := range s.req {
@@ -487,10 +520,10 @@ func (c *charts) cdfs() []figure {
 		var es []entry
 		approx := false
 		runs := map[string]bool{}
-		for _, rn := range runOrder(c.r) {
+		for _, rn := range c.r.RunNames() {
 			run := c.r.Runs[rn]
-			for _, pn := range phaseOrder(run) {
-				pts, ap := c.distribution(run.Phases[pn], m)
+			for _, pn := range run.PhaseNames() {
+				pts, ap := c.distribution(c.r, rn, pn, m)
 				if len(pts) == 0 {
 					continue
 				}
@@ -498,7 +531,7 @@ func (c *charts) cdfs() []figure {
 				runs[rn] = true
 				e := entry{rn, pn, series{Color: c.color[rn], Marker: c.color[rn], Step: !ap, Pts: pts}}
 				es = append(es, e)
-				if bpts, bap := c.distribution(basePhase(c.base, rn, pn), m); len(bpts) > 0 {
+				if bpts, bap := c.distribution(c.base, rn, pn, m); len(bpts) > 0 {
 					approx = approx || bap
 					es = append(es, entry{rn, pn, series{Color: c.color[rn], Marker: c.color[rn], Old: true, Step: !bap, Pts: bpts}})
 				}

@@ -12,12 +12,13 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/view"
 )
 
 //go:embed page.html.tmpl
@@ -57,8 +58,11 @@ type page struct {
 	Gates             []gateRow
 	GateCounts        string
 	Deltas            []deltaRow // rows where something changed
-	Unchanged         []deltaRow // rows where nothing moved by sameBand or more
+	Unchanged         []deltaRow // rows where nothing moved beyond noise
+	DeltaNote         string     // why there are no deltas against a baseline
 	Runs              []runView
+	LiveColumns       []string // view.LiveColumns, the live tables' header
+	LoadColumns       []string // view.LoadColumns, the load-point tables' header
 	SeamRun           *runView // the first seam run, whose target configuration is shown
 	SeamRows          []seamRow
 	Sections          []section
@@ -112,14 +116,19 @@ func build(r, base *report.Report) page {
 			Tool: strings.TrimSpace(base.Tool.Name + " " + base.Tool.Version), Badge: statusBadge(base.Status)}
 	}
 	p.Gates, p.GateCounts = gateRows(r, base)
-	for _, d := range deltas(r, base) {
-		if d.changed() {
+	rows, err := deltaRows(r, base)
+	if err != nil {
+		p.DeltaNote = err.Error()
+	}
+	for _, d := range rows {
+		if d.moved {
 			p.Deltas = append(p.Deltas, d)
 		} else {
 			p.Unchanged = append(p.Unchanged, d)
 		}
 	}
 	p.Runs = runViews(r)
+	p.LiveColumns, p.LoadColumns = view.LiveColumns(), view.LoadColumns()
 	// Seam runs share one table: they differ in a few parameters and read
 	// best row against row.
 	for i := range p.Runs {
@@ -223,7 +232,7 @@ func gateRows(r, base *report.Report) ([]gateRow, string) {
 		want := g.Status != report.StatusFail
 		sort.SliceStable(obs, func(i, j int) bool { return obs[i].Result == want && obs[j].Result != want })
 		for i, o := range obs {
-			or := obsRow{Left: fmtAny(o.Left), Op: o.Op, Right: fmtAny(o.Right), Expr: strings.Join(strings.Fields(o.Expr), " "), OK: o.Result}
+			or := obsRow{Left: view.Value(o.Left), Op: o.Op, Right: view.Value(o.Right), Expr: view.OneLine(o.Expr), OK: o.Result}
 			if i < maxShownObs {
 				row.Shown = append(row.Shown, or)
 			} else {
@@ -241,168 +250,58 @@ func gateRows(r, base *report.Report) ([]gateRow, string) {
 	return rows, strings.Join(parts, ", ")
 }
 
-func fmtAny(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "nil"
-	case float64:
-		return fmtNum(x)
-	case string:
-		return fmt.Sprintf("%q", x)
-	case []any:
-		if len(x) > 6 {
-			return fmt.Sprintf("[%d items]", len(x))
-		}
-	case map[string]any:
-		return fmt.Sprintf("{%d keys}", len(x))
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
 // Deltas.
 
+// deltaRow is one metric both reports have, as view.Deltas (and so
+// report/compare) judges it.
 type deltaRow struct {
 	Run, Phase, Metric, Better string
 	Cells                      []deltaCell
+	moved                      bool
 }
 
-func (d deltaRow) changed() bool {
-	for _, c := range d.Cells {
-		if c.Class == "better" || c.Class == "worse" {
-			return true
-		}
-	}
-	return false
-}
-
+// deltaCell is one statistic: old, new, the change and its outcome
+// (better, worse, changed, same, unknown); Class "na" fills the p95 columns
+// of a single-valued metric.
 type deltaCell struct {
-	Old, New, Delta, Word, Class string
+	Stat, Old, New, Delta, Word, Class string
 }
 
-// metricDef names a shared metric and which direction is better.
-type metricDef struct {
-	name        string
-	lowerBetter bool
-	stat        func(*report.ServingMetrics) report.Stat
-}
-
-var servingDefs = []metricDef{
-	{"ttft_ms", true, func(m *report.ServingMetrics) report.Stat { return m.TTFTMS }},
-	{"e2e_ms", true, func(m *report.ServingMetrics) report.Stat { return m.E2EMS }},
-	{"tpot_ms", true, func(m *report.ServingMetrics) report.Stat { return m.TPOTMS }},
-	{"itl_ms", true, func(m *report.ServingMetrics) report.Stat { return m.ITLMS }},
-	{"decode_tokens_per_s", false, func(m *report.ServingMetrics) report.Stat { return m.DecodeTokensPerS }},
-	{"prefill_tokens_per_s", false, func(m *report.ServingMetrics) report.Stat { return m.PrefillTokensPerS }},
-}
-
-// sameBand is the relative change below which a delta is called unchanged.
-const sameBand = 0.01
-
-func cell(old, cur float64, lowerBetter bool) deltaCell {
-	c := deltaCell{Old: fmtNum(old), New: fmtNum(cur), Delta: "–", Class: "same"}
-	if !finite(old, cur) {
-		return c
-	}
-	if old == 0 {
-		if cur == 0 {
-			c.Delta = "0%"
+// outcomeWord is how a cell names its outcome; a change within noise says so.
+func outcomeWord(o compare.Outcome, change string) string {
+	switch o {
+	case compare.OutcomeSame:
+		if change != "+0.0%" && change != view.Absent {
+			return "within noise"
 		}
-		return c
+		return "same"
+	case compare.OutcomeUnknown:
+		return "noise unknown"
 	}
-	rel := (cur - old) / math.Abs(old)
-	c.Delta = fmt.Sprintf("%+.1f%%", rel*100)
-	if math.Abs(rel) < 0.0005 {
-		c.Delta = "±0%"
-	}
-	switch {
-	case math.Abs(rel) < sameBand:
-		c.Word = "same"
-	case (rel < 0) == lowerBetter:
-		c.Word, c.Class = "better", "better"
-	default:
-		c.Word, c.Class = "worse", "worse"
-	}
-	return c
+	return o.String()
 }
 
-func statRow(run, phase, metric string, lowerBetter bool, old, cur report.Stat) (deltaRow, bool) {
-	if old.Count == 0 && cur.Count == 0 {
-		return deltaRow{}, false
-	}
-	return deltaRow{Run: run, Phase: phase, Metric: metric, Better: better(lowerBetter), Cells: []deltaCell{
-		cell(val(old.P50), val(cur.P50), lowerBetter), cell(val(old.P95), val(cur.P95), lowerBetter)}}, true
-}
-
-func better(lower bool) string {
-	if lower {
-		return "lower is better"
-	}
-	return "higher is better"
-}
-
-func scalarRow(run, phase, metric string, lowerBetter bool, old, cur *float64) (deltaRow, bool) {
-	if old == nil && cur == nil {
-		return deltaRow{}, false
-	}
-	return deltaRow{Run: run, Phase: phase, Metric: metric, Better: better(lowerBetter),
-		Cells: []deltaCell{cell(val(old), val(cur), lowerBetter), {Class: "na"}}}, true
-}
-
-func deltas(r, base *report.Report) []deltaRow {
+func deltaRows(r, base *report.Report) ([]deltaRow, error) {
 	if base == nil {
-		return nil
+		return nil, nil
 	}
-	var rows []deltaRow
-	add := func(d deltaRow, ok bool) {
-		if ok {
-			rows = append(rows, d)
-		}
+	ds, err := view.Deltas(base, r)
+	if err != nil {
+		return nil, err
 	}
-	for _, rn := range runOrder(r) {
-		run, brun := r.Runs[rn], base.Runs[rn]
-		if brun == nil {
-			continue
+	rows := make([]deltaRow, 0, len(ds))
+	for _, d := range ds {
+		row := deltaRow{Run: d.Run, Phase: d.Where, Metric: d.Name, Better: d.Metric.Direction.String(), moved: d.Moved()}
+		for _, st := range d.Stats {
+			row.Cells = append(row.Cells, deltaCell{Stat: st.Stat, Old: st.Old, New: st.New, Delta: st.Change,
+				Word: outcomeWord(st.Outcome, st.Change), Class: st.Outcome.String()})
 		}
-		for _, pn := range phaseOrder(run) {
-			p, bp := run.Phases[pn], brun.Phases[pn]
-			if bp == nil || p.Kind == "warmup" {
-				continue
-			}
-			if p.ServingMetrics != nil && bp.ServingMetrics != nil {
-				for _, d := range servingDefs {
-					add(statRow(rn, pn, d.name, d.lowerBetter, d.stat(bp.ServingMetrics), d.stat(p.ServingMetrics)))
-				}
-			}
-			for _, group := range []struct {
-				label     string
-				cur, prev map[string]*report.Point
-				keys      []string
-			}{
-				{"", p.ByPromptTokens, bp.ByPromptTokens, pointKeys(p.ByPromptTokens)},
-				{"", p.Variants, bp.Variants, variantKeys(p.Variants)},
-			} {
-				for _, k := range group.keys {
-					cp, op := group.cur[k], group.prev[k]
-					if op == nil || cp.ServingMetrics == nil || op.ServingMetrics == nil {
-						continue
-					}
-					add(statRow(rn, pn+" "+k, "ttft_ms", true, op.TTFTMS, cp.TTFTMS))
-				}
-			}
-			if p.SeamMetrics != nil && bp.SeamMetrics != nil {
-				add(statRow(rn, pn, "seam_latency_ms", true, bp.SeamLatencyMS, p.SeamLatencyMS))
-				add(statRow(rn, pn, "queue_wait_ms", true, bp.QueueWaitMS, p.QueueWaitMS))
-				add(scalarRow(rn, pn, "tokens_per_s", false, bp.TokensPerS, p.TokensPerS))
-				add(scalarRow(rn, pn, "bytes_per_token", true, bp.BytesPerToken, p.BytesPerToken))
-				add(scalarRow(rn, pn, "compression_ratio", false, bp.CompressionRatio, p.CompressionRatio))
-			}
+		if len(row.Cells) == 1 {
+			row.Cells = append(row.Cells, deltaCell{Class: "na"})
 		}
+		rows = append(rows, row)
 	}
-	return rows
+	return rows, nil
 }
 
 // Runs.
@@ -410,8 +309,9 @@ func deltas(r, base *report.Report) []deltaRow {
 type runView struct {
 	Name, Kind, Status, Error, Params string
 	Target                            targetView
-	Seam                              bool
-	ServingRows                       []servingRow
+	Seam, Failed                      bool
+	ServingRows                       []view.LiveRow
+	Points                            []view.LoadRow
 	SeamRows                          []seamRow
 	Notes                             []string
 	Extra                             []kv // seam run facts
@@ -424,11 +324,6 @@ type targetView struct {
 
 type kv struct{ Key, Value string }
 
-type servingRow struct {
-	Label, OK, TTFT, TPOT, Decode, Prefill, E2E, Cached, Speedup string
-	Warmup                                                       bool
-}
-
 type seamRow struct {
 	Run                                                                 string
 	Span                                                                int // rows the run name spans; 0 on the run's later rows
@@ -436,10 +331,15 @@ type seamRow struct {
 }
 
 func runViews(r *report.Report) []runView {
+	live := map[string]view.LiveRun{}
+	for _, lr := range view.Live(r) {
+		live[lr.Name] = lr
+	}
 	var out []runView
-	for _, rn := range runOrder(r) {
+	for _, rn := range r.RunNames() {
 		run := r.Runs[rn]
-		v := runView{Name: rn, Kind: run.Target.Kind, Status: run.Status, Error: run.Error, Seam: run.Target.Kind == "seam"}
+		v := runView{Name: rn, Kind: run.Target.Kind, Status: run.Status, Error: run.Error, Seam: run.Target.Kind == report.TargetSeam,
+			Failed: run.Status == report.RunError}
 		var params []string
 		for k, val := range run.Params {
 			params = append(params, k+"="+val)
@@ -450,7 +350,7 @@ func runViews(r *report.Report) []runView {
 		v.Target = targetView{Name: t.Name, BaseURL: t.BaseURL, Model: t.Model, ModelSource: t.ModelSource,
 			Endpoint: t.Endpoint, Description: t.Description, Config: pretty(t.Config)}
 		if t.ReadyMS != nil {
-			v.Target.Ready = fmtNum(*t.ReadyMS) + " ms"
+			v.Target.Ready = view.Num(t.ReadyMS, "%.1f") + " ms"
 		}
 		keys := make([]string, 0, len(t.Metadata))
 		for k := range t.Metadata {
@@ -471,25 +371,22 @@ func runViews(r *report.Report) []runView {
 			v.Extra = append(v.Extra, kv{"session", run.SessionID})
 		}
 		if len(run.OutputTokens) > 0 {
-			v.Extra = append(v.Extra, kv{"output tokens", fmtAny(run.OutputTokens)})
+			v.Extra = append(v.Extra, kv{"output tokens", view.Value(run.OutputTokens)})
 		}
 		if c := run.Cleanup; c != nil {
 			v.Extra = append(v.Extra, kv{"cleanup", fmt.Sprintf("session closed %v, open connections %d, queued %d, telemetry %d",
 				c.SessionClosed, c.OpenConnections, c.QueuedActivations, c.TelemetryAggregates)})
 		}
-		for _, pn := range phaseOrder(run) {
+		if lr, ok := live[rn]; ok {
+			v.ServingRows, v.Points = lr.Rows, lr.Points
+			for _, n := range append(lr.Warnings, lr.Errors...) {
+				v.Notes = append(v.Notes, n.Phase+": "+n.Text)
+			}
+		}
+		for _, pn := range run.PhaseNames() {
 			p := run.Phases[pn]
 			if p.SeamMetrics != nil {
 				v.SeamRows = append(v.SeamRows, seamRowOf(pn, p.SeamMetrics))
-			}
-			if p.ServingMetrics != nil {
-				v.ServingRows = append(v.ServingRows, servingRows(pn, p)...)
-				for _, w := range p.Warnings {
-					v.Notes = append(v.Notes, pn+": "+w)
-				}
-				for _, e := range p.Errors.Examples {
-					v.Notes = append(v.Notes, fmt.Sprintf("%s: %s error (%s): %s", pn, e.Class, e.Request, e.Message))
-				}
 			}
 			if p.ServerMetricsNote != "" {
 				v.Notes = append(v.Notes, pn+": "+p.ServerMetricsNote)
@@ -500,54 +397,9 @@ func runViews(r *report.Report) []runView {
 	return out
 }
 
-func pair(a, b *float64) string {
-	if a == nil && b == nil {
-		return "–"
-	}
-	return fmtNum(val(a)) + " / " + fmtNum(val(b))
-}
-
-func one(a *float64) string { return fmtNum(val(a)) }
-
-func servingRows(pn string, p *report.Phase) []servingRow {
-	row := func(label string, m *report.ServingMetrics, speedup *float64) servingRow {
-		sp := "–"
-		if speedup != nil {
-			sp = fmtNum(*speedup) + "×"
-		}
-		return servingRow{Label: label, OK: fmt.Sprintf("%d/%d", m.Succeeded, m.Requests), TTFT: pair(m.TTFTMS.P50, m.TTFTMS.P95),
-			TPOT: one(m.TPOTMS.P50), Decode: one(m.DecodeTokensPerS.P50), Prefill: one(m.PrefillTokensPerS.P50),
-			E2E: one(m.E2EMS.P50), Cached: one(m.CachedTokens.P50), Speedup: sp}
-	}
-	switch {
-	case p.Kind == "warmup":
-		return []servingRow{{Label: pn, OK: fmt.Sprintf("%d/%d", p.Succeeded, p.Requests), Warmup: true}}
-	case len(p.ByPromptTokens) > 0:
-		var rows []servingRow
-		for _, k := range pointKeys(p.ByPromptTokens) {
-			if pt := p.ByPromptTokens[k]; pt.ServingMetrics != nil {
-				rows = append(rows, row(pn+" "+k, pt.ServingMetrics, nil))
-			}
-		}
-		return rows
-	case len(p.Variants) > 0:
-		var rows []servingRow
-		for _, k := range variantKeys(p.Variants) {
-			if v := p.Variants[k]; v.ServingMetrics != nil {
-				rows = append(rows, row(pn+" "+k, v.ServingMetrics, v.Speedup))
-			}
-		}
-		return rows
-	}
-	return []servingRow{row(pn, p.ServingMetrics, nil)}
-}
-
+// seamRowOf is a seam phase's row, formatted as the seam table's figures.
 func seamRowOf(pn string, m *report.SeamMetrics) seamRow {
-	ratio := ""
-	if m.CompressionRatio != nil {
-		ratio = " (" + fmtNum(*m.CompressionRatio) + "×)"
-	}
-	return seamRow{Phase: pn, Transfers: fmt.Sprint(m.Transfers), Latency: pair(m.SeamLatencyMS.P50, m.SeamLatencyMS.P95),
-		Queue: one(m.QueueWaitMS.P95), Rate: one(m.TokensPerS), BytesPerToken: one(m.BytesPerToken),
-		Bytes: fmt.Sprintf("%d / %d%s", m.PayloadBytes, m.WireBytes, ratio), Conns: fmt.Sprint(m.ConnectionAttempts)}
+	return seamRow{Phase: pn, Transfers: fmt.Sprint(m.Transfers), Latency: view.Pair(m.SeamLatencyMS.P50, m.SeamLatencyMS.P95, "%.4f"),
+		Queue: view.Num(m.QueueWaitMS.P95, "%.2f"), Rate: view.Num(m.TokensPerS, "%.1f"), BytesPerToken: view.Num(m.BytesPerToken, "%.0f"),
+		Bytes: fmt.Sprintf("%d/%d (%s)", m.PayloadBytes, m.WireBytes, view.Ratio(m.CompressionRatio, "%.2f")), Conns: fmt.Sprint(m.ConnectionAttempts)}
 }

@@ -3,7 +3,6 @@ package html
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -50,18 +50,7 @@ func runExample(t *testing.T, name string) *report.Report {
 }
 
 // viaJSON round-trips a report as `tollgate report` reads it: samples become []any.
-func viaJSON(t *testing.T, r *report.Report) *report.Report {
-	t.Helper()
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out report.Report
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return &out
-}
+func viaJSON(t *testing.T, r *report.Report) *report.Report { return fixture.RoundTrip(t, r) }
 
 func render(t *testing.T, r, base *report.Report) string {
 	t.Helper()
@@ -322,24 +311,29 @@ func TestWithoutSamples(t *testing.T) {
 }
 
 func TestSweepPoints(t *testing.T) {
-	pts := []map[string]any{
-		{"concurrency": 1.0, "output_tokens_per_s": 100.0, "ttft_ms": map[string]any{"p99": 20.0}, "goodput": map[string]any{"good_requests_per_s": 2.0}},
-		{"concurrency": 8.0, "output_tokens_per_s": 700.0, "ttft_ms": map[string]any{"p99": 45.0}},
-		{"rate": 4.0, "output_tokens_per_s": 50.0},
+	fp := func(v float64) *float64 { return &v }
+	ttft := func(p99 float64) *report.ServingMetrics {
+		return &report.ServingMetrics{TTFTMS: report.Stat{Count: 1, P99: fp(p99)}}
+	}
+	pts := []*report.LoadPoint{
+		{Concurrency: 1, OutputTokensPerS: fp(100), ServingMetrics: ttft(20), Goodput: &report.Goodput{GoodRequestsPerS: fp(2)}},
+		{Concurrency: 8, OutputTokensPerS: fp(700), ServingMetrics: ttft(45)},
+		{Rate: 4, TotalTokensPerS: fp(50)},
+		nil,
 	}
 	for _, tc := range []struct {
 		name   string
-		x      string
+		x      int
 		metric int
 		want   []float64
 	}{
-		{"throughput by concurrency", "concurrency", 0, []float64{100, 700}},
-		{"goodput present at one point", "concurrency", 1, []float64{2}},
-		{"p99 ttft", "concurrency", 2, []float64{20, 45}},
-		{"rate sweep", "rate", 0, []float64{50}},
+		{"throughput by concurrency", 0, 0, []float64{100, 700}},
+		{"goodput present at one point", 0, 1, []float64{2}},
+		{"p99 ttft", 0, 2, []float64{20, 45}},
+		{"rate sweep falls back to total tokens", 1, 0, []float64{50}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := sweepSeries("run", 0, false, pts, tc.x, sweepMetrics[tc.metric])
+			s := sweepSeries("run", 0, false, pts, sweepAxes()[tc.x], sweepMetrics()[tc.metric])
 			var got []float64
 			for _, p := range s.Pts {
 				got = append(got, p.Y)
@@ -353,9 +347,6 @@ func TestSweepPoints(t *testing.T) {
 				}
 			}
 		})
-	}
-	if got := sweepPoints(&report.Phase{Kind: "decode"}); got != nil {
-		t.Errorf("points of a phase without any: %v", got)
 	}
 }
 
@@ -385,31 +376,6 @@ func TestTicks(t *testing.T) {
 				if px := s.at(v); px < -0.001 || px > 100.001 {
 					t.Errorf("%v maps outside the plot: %v", v, px)
 				}
-			}
-		})
-	}
-}
-
-func TestDeltaCell(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		old, cur    float64
-		lowerBetter bool
-		delta, cls  string
-	}{
-		{"latency down is better", 10, 8, true, "-20.0%", "better"},
-		{"latency up is worse", 10, 12, true, "+20.0%", "worse"},
-		{"throughput up is better", 100, 150, false, "+50.0%", "better"},
-		{"throughput down is worse", 100, 90, false, "-10.0%", "worse"},
-		{"under one percent is the same", 100, 100.5, true, "+0.5%", "same"},
-		{"from zero has no percentage", 0, 3, true, "–", "same"},
-		{"zero to zero", 0, 0, true, "0%", "same"},
-		{"missing side", math.NaN(), 3, true, "–", "same"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := cell(tc.old, tc.cur, tc.lowerBetter)
-			if c.Delta != tc.delta || c.Class != tc.cls {
-				t.Errorf("got %s %s, want %s %s", c.Delta, c.Class, tc.delta, tc.cls)
 			}
 		})
 	}

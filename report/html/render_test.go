@@ -1,7 +1,6 @@
 package html
 
 import (
-	"encoding/json"
 	"os"
 	"testing"
 
@@ -16,15 +15,11 @@ func TestRenderFiles(t *testing.T) {
 		t.Skip("set TOLLGATE_HTML_IN and TOLLGATE_HTML_OUT (and TOLLGATE_HTML_BASE) to render a report")
 	}
 	load := func(p string) *report.Report {
-		b, err := os.ReadFile(p)
+		r, err := report.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r report.Report
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		return &r
+		return r
 	}
 	var base *report.Report
 	if b := os.Getenv("TOLLGATE_HTML_BASE"); b != "" {

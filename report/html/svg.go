@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // The chart helper draws static inline SVG: the page must read without
@@ -599,13 +601,11 @@ func cdfPoints(vals []float64, unit string) []xy {
 	sort.Float64s(v)
 	n := float64(len(v))
 	pts := []xy{{X: v[0], Y: 0, Lo: math.NaN(), Hi: math.NaN()}}
-	p50, p95 := rankIdx(len(v), 50), rankIdx(len(v), 95)
+	p50, p95 := stats.Rank(int64(len(v)), 50)-1, stats.Rank(int64(len(v)), 95)-1
 	for i, x := range v {
 		p := pt(x, float64(i+1)/n*100, fmt.Sprintf("%s %s ≤ p%s (n=%d)", fmtNum(x), unit, fmtNum(float64(i+1)/n*100), len(v)))
-		p.Mark = i == p50 || i == p95
+		p.Mark = int64(i) == p50 || int64(i) == p95
 		pts = append(pts, p)
 	}
 	return pts
 }
-
-func rankIdx(n, p int) int { return max(0, min((n*p+99)/100-1, n-1)) }

@@ -1,4 +1,10 @@
-package ciout
+// Package junit writes a tollgate report as JUnit XML, a test case per gate,
+// for CI test panes.
+// It reads only the report, so it writes the same bytes for a report built
+// in-process and one decoded from JSON; golden files under testdata pin the
+// format, which once shipped only grows, so scripts that parse it keep
+// working.
+package junit
 
 import (
 	"encoding/xml"
@@ -8,9 +14,10 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/view"
 )
 
-// JUnit writes the report as JUnit XML: one <testsuite> named after the
+// Write writes the report as JUnit XML: one <testsuite> named after the
 // scenario and one <testcase> per gate (classname = scenario name, name =
 // gate name).
 //
@@ -26,7 +33,7 @@ import (
 //
 // Suite time is ended_at − started_at in seconds; the timestamp attribute is
 // omitted when started_at is zero.
-func JUnit(w io.Writer, r *report.Report) error {
+func Write(w io.Writer, r *report.Report) error {
 	suite := junitSuite{
 		Name:      r.Scenario.Name,
 		Time:      seconds(r),
@@ -45,13 +52,13 @@ func JUnit(w io.Writer, r *report.Report) error {
 		switch {
 		case g.Status == report.StatusPass:
 		case g.Optional && (g.Status == report.StatusFail || g.Status == report.StatusError):
-			tc.Skipped = &junitSkipped{Message: "optional gate failed: " + gateReason(g, 10)}
+			tc.Skipped = &junitSkipped{Message: "optional gate failed: " + view.GateReason(g, 10)}
 			suite.Skipped++
 		case g.Status == report.StatusFail:
-			tc.Failure = &junitProblem{Type: "gate_failed", Message: gateReason(g, 10), Body: gateBody(g)}
+			tc.Failure = &junitProblem{Type: "gate_failed", Message: view.GateReason(g, 10), Body: gateBody(g)}
 			suite.Failures++
 		case g.Status == report.StatusError:
-			tc.Error = &junitProblem{Type: "gate_error", Message: gateReason(g, 10), Body: gateBody(g)}
+			tc.Error = &junitProblem{Type: "gate_error", Message: view.GateReason(g, 10), Body: gateBody(g)}
 			suite.Errors++
 		default: // not evaluated (e.g. --no-gate)
 			tc.Skipped = &junitSkipped{Message: "gate not evaluated: status " + g.Status}
@@ -66,7 +73,7 @@ func JUnit(w io.Writer, r *report.Report) error {
 		}
 		suite.Cases = append(suite.Cases, junitCase{
 			Classname: r.Scenario.Name, Name: "run", Time: suite.Time,
-			Error: &junitProblem{Type: "run_error", Message: oneLine(strings.ReplaceAll(msg, "\n", "; ")), Body: msg},
+			Error: &junitProblem{Type: "run_error", Message: view.OneLine(strings.ReplaceAll(msg, "\n", "; ")), Body: msg},
 		})
 		suite.Errors++
 	}
@@ -75,7 +82,7 @@ func JUnit(w io.Writer, r *report.Report) error {
 		Name: "tollgate", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
 		Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite},
 	}
-	ew := &errWriter{w: w}
+	ew := view.NewErrWriter(w)
 	if _, err := io.WriteString(ew, xml.Header); err != nil {
 		return fmt.Errorf("writing JUnit: %w", err)
 	}
@@ -93,16 +100,53 @@ func JUnit(w io.Writer, r *report.Report) error {
 	return nil
 }
 
+// runFailure says why the run as a whole is not judged: its failed runs, or
+// that it was interrupted. It is empty when every run completed.
+func runFailure(r *report.Report) string {
+	var parts []string
+	for _, run := range view.FailedRuns(r) {
+		msg := run.Error
+		if msg == "" {
+			msg = "status error"
+		}
+		parts = append(parts, fmt.Sprintf("run %s: %s", run.Name, msg))
+	}
+	if view.Interrupted(r) {
+		parts = append(parts, "interrupted: the report is partial and marked incomplete")
+	}
+	return strings.Join(parts, "\n")
+}
+
+// gateErrored reports whether a non-optional gate errored.
+func gateErrored(r *report.Report) bool {
+	for _, g := range r.Gates {
+		if !g.Optional && g.Status == report.StatusError {
+			return true
+		}
+	}
+	return false
+}
+
+// runNeedsCase reports whether the run itself must show as an error: a run
+// failed, the run was interrupted, or the status is error with no gate to
+// blame for it.
+func runNeedsCase(r *report.Report) bool {
+	if runFailure(r) != "" {
+		return true
+	}
+	return r.Status == report.StatusError && !gateErrored(r)
+}
+
 // gateBody is the full text of a failed or errored gate: its expression, its
 // message and every comparison it evaluated, each marked true or false.
 func gateBody(g report.GateResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "gate: %s\nexpr: %s\n", g.Name, oneLine(g.Expr))
+	fmt.Fprintf(&b, "gate: %s\nexpr: %s\n", g.Name, view.OneLine(g.Expr))
 	if g.Message != "" {
 		fmt.Fprintf(&b, "message: %s\n", g.Message)
 	}
 	for _, o := range g.Observations {
-		fmt.Fprintf(&b, "%-5t %s: %s %s %s\n", o.Result, oneLine(o.Expr), value(o.Left), o.Op, value(o.Right))
+		fmt.Fprintf(&b, "%-5t %s: %s %s %s\n", o.Result, view.OneLine(o.Expr), view.Value(o.Left), o.Op, view.Value(o.Right))
 	}
 	return b.String()
 }

@@ -1,4 +1,10 @@
-package ciout
+// Package annotations writes a tollgate report as GitHub Actions workflow
+// commands that annotate the job and the scenario file.
+// It reads only the report, so it writes the same bytes for a report built
+// in-process and one decoded from JSON; golden files under testdata pin the
+// format, which once shipped only grows, so scripts that parse it keep
+// working.
+package annotations
 
 import (
 	"fmt"
@@ -6,9 +12,10 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/view"
 )
 
-// GitHubAnnotations writes GitHub Actions workflow commands that annotate the
+// Write writes GitHub Actions workflow commands that annotate the
 // job (and, with scenarioFile set, the scenario file in the pull request):
 //
 //	::error file=examples/route-session.yaml,title=<gate>::gate failed: <expr>: <left> <op> <right>; …
@@ -22,8 +29,8 @@ import (
 // an optional one), per failed run, and per phase warning; nothing for a run
 // where everything passed. Data escapes %, \r and \n; property values also
 // escape : and , — the workflow-command rules.
-func GitHubAnnotations(w io.Writer, r *report.Report, scenarioFile string) error {
-	ew := &errWriter{w: w}
+func Write(w io.Writer, r *report.Report, scenarioFile string) error {
+	ew := view.NewErrWriter(w)
 	var fileProp []string
 	if scenarioFile != "" {
 		fileProp = []string{"file=" + escapeProperty(scenarioFile)}
@@ -36,9 +43,9 @@ func GitHubAnnotations(w io.Writer, r *report.Report, scenarioFile string) error
 		var msg string
 		switch g.Status {
 		case report.StatusFail:
-			msg = "gate failed: " + gateReason(g, 10)
+			msg = "gate failed: " + view.GateReason(g, 10)
 		case report.StatusError:
-			msg = "gate errored: " + gateReason(g, 10)
+			msg = "gate errored: " + view.GateReason(g, 10)
 		default:
 			continue
 		}
@@ -48,33 +55,24 @@ func GitHubAnnotations(w io.Writer, r *report.Report, scenarioFile string) error
 		}
 		emit("error", g.Name, msg)
 	}
-	for _, run := range failedRuns(r) {
+	for _, run := range view.FailedRuns(r) {
 		msg := run.Error
 		if msg == "" {
 			msg = "the run could not complete"
 		}
 		emit("error", "run "+run.Name, msg)
 	}
-	if r.Incomplete || r.Status == report.StatusIncomplete {
+	if view.Interrupted(r) {
 		emit("error", "run incomplete", "interrupted: the report is partial and marked incomplete")
 	}
-	for _, rn := range runNames(r) {
-		run := r.Runs[rn]
-		if run == nil {
-			continue
-		}
-		for _, pn := range phaseNames(run) {
-			p := run.Phases[pn]
-			if p == nil || p.ServingMetrics == nil {
-				continue
-			}
-			for _, msg := range p.Warnings {
-				emit("warning", rn+"/"+pn, msg)
-			}
+	for _, rn := range r.RunNames() {
+		warnings, _ := view.Notes(rn, r.Runs[rn])
+		for _, n := range warnings {
+			emit("warning", n.Run+"/"+n.Phase, n.Text)
 		}
 	}
-	if ew.err != nil {
-		return fmt.Errorf("writing annotations: %w", ew.err)
+	if err := ew.Err(); err != nil {
+		return fmt.Errorf("writing annotations: %w", err)
 	}
 	return nil
 }

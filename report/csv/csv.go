@@ -1,7 +1,12 @@
-package ciout
+// Package csv writes every sample of a tollgate report as one CSV table.
+// It reads only the report, so it writes the same bytes for a report built
+// in-process and one decoded from JSON; golden files under testdata pin the
+// format, which once shipped only grows, so scripts that parse it keep
+// working.
+package csv
 
 import (
-	"encoding/csv"
+	stdcsv "encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,7 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/report"
 )
 
-// CSVHeader returns the fixed header CSV writes. One table holds both kinds
+// Header returns the fixed header Write writes. One table holds both kinds
 // of sample, and the first column, kind, says which columns a row fills:
 //
 //   - kind "request", a request to a live target (report.RequestSample):
@@ -22,7 +27,7 @@ import (
 // have (the TTFT of a request that failed before its first token), are
 // empty, never 0. Numbers are plain decimals without exponents; durations
 // are milliseconds. Once shipped the header only grows, at the end.
-func CSVHeader() []string {
+func Header() []string {
 	return []string{
 		"kind", "run", "phase", "point", "index", "ok", "error_class", "http_status",
 		"ttfb_ms", "ttft_ms", "e2e_ms", "tpot_ms", "decode_tokens_per_s", "prefill_tokens_per_s",
@@ -36,26 +41,26 @@ func CSVHeader() []string {
 }
 
 // csvSeamStart is the index of the first seam column ("seam"), csvWidth the
-// number of columns; a test holds them to CSVHeader.
+// number of columns; a test holds them to Header.
 const (
 	csvSeamStart = 23
 	csvWidth     = 45
 )
 
-// CSV writes every sample of the report, run by run in run order and phase by
-// phase in phase order, under CSVHeader. A report kept without samples
+// Write writes every sample of the report, run by run in run order and phase by
+// phase in phase order, under Header. A report kept without samples
 // (report.samples: false) gives the header alone.
-func CSV(w io.Writer, r *report.Report) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader()); err != nil {
+func Write(w io.Writer, r *report.Report) error {
+	cw := stdcsv.NewWriter(w)
+	if err := cw.Write(Header()); err != nil {
 		return fmt.Errorf("writing CSV: %w", err)
 	}
-	for _, rn := range runNames(r) {
+	for _, rn := range r.RunNames() {
 		run := r.Runs[rn]
 		if run == nil {
 			continue
 		}
-		for _, pn := range phaseNames(run) {
+		for _, pn := range run.PhaseNames() {
 			reqs, seams, err := report.PhaseSamples(run.Phases[pn], run.Target.Kind)
 			if err != nil {
 				return fmt.Errorf("CSV: run %s, phase %s: %w", rn, pn, err)

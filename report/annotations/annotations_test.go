@@ -1,0 +1,33 @@
+package annotations
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/fixture"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestWriter(t *testing.T) {
+	fixture.CheckWriter(t, "annotations.txt", *update, func(w io.Writer, r *report.Report) error { return Write(w, r, r.Scenario.File) })
+}
+
+func TestEscaping(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		fn             func(string) string
+	}{
+		{name: "data percent and newlines", in: "100%\r\nnext", want: "100%25%0D%0Anext", fn: escapeData},
+		{name: "data keeps colon and comma", in: "a: b, c", want: "a: b, c", fn: escapeData},
+		{name: "property colon and comma", in: "p95: 1,5%", want: "p95%3A 1%2C5%25", fn: escapeProperty},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.fn(tc.in); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

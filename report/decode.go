@@ -1,0 +1,70 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ErrNotReport marks input that is not a tollgate report.
+var ErrNotReport = errors.New("not a tollgate report")
+
+// ErrSchemaVersion marks a tollgate report of a format this tollgate does
+// not read.
+var ErrSchemaVersion = errors.New("unsupported schema_version")
+
+// Decode reads a report leniently: unknown fields are ignored, so a report
+// from a newer tollgate with added fields still renders and compares. What
+// it must have is the identity of a tollgate report (schema_version,
+// tool.name "tollgate", runs); anything else wraps ErrNotReport, and a
+// schema_version other than SchemaVersion wraps ErrSchemaVersion. Samples
+// decode as []any; PhaseSamples types them.
+func Decode(r io.Reader) (*Report, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	var probe struct {
+		SchemaVersion *int `json:"schema_version"`
+		Tool          struct {
+			Name string `json:"name"`
+		} `json:"tool"`
+		Runs json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
+	}
+	switch {
+	case probe.SchemaVersion == nil:
+		return nil, fmt.Errorf("%w: no schema_version", ErrNotReport)
+	case probe.Tool.Name != "tollgate":
+		return nil, fmt.Errorf("%w: tool.name is %q", ErrNotReport, probe.Tool.Name)
+	case len(probe.Runs) == 0 || bytes.Equal(probe.Runs, []byte("null")):
+		return nil, fmt.Errorf("%w: no runs", ErrNotReport)
+	case *probe.SchemaVersion != SchemaVersion:
+		return nil, fmt.Errorf("%w: schema_version %d; this tollgate reads version %d", ErrSchemaVersion, *probe.SchemaVersion, SchemaVersion)
+	}
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
+	}
+	return &rep, nil
+}
+
+// ReadFile reads and decodes the report at path (see Decode); its errors
+// name the file.
+func ReadFile(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	defer f.Close()
+	rep, err := Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rep, nil
+}

@@ -1,0 +1,241 @@
+// Package markdown writes a tollgate report as GitHub-flavoured Markdown,
+// for a job summary or a pull-request comment, from report/view's tables.
+// It reads only the report, so it writes the same bytes for a report built
+// in-process and one decoded from JSON; golden files under testdata pin the
+// format, which once shipped only grows, so scripts that parse it keep
+// working.
+package markdown
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/view"
+)
+
+// Write writes the report as GitHub-flavoured Markdown for a job summary
+// ($GITHUB_STEP_SUMMARY) or a pull-request comment:
+//
+//	## tollgate: route-session — PASS
+//	(one line: runs, gates, scenario file, sha256 prefix)
+//	### Seam runs       table: the figures of the text summary
+//	### Live runs       table: a row per run × phase (or prompt size, or variant)
+//	### Load points     table: a row per load point
+//	### Gates           table: status, gate, the values that decided it
+//	### Failed runs / Warnings / Request errors   bullet lists, when any
+//
+// The tables are report/view's, as the text summary and the HTML page show
+// them. Table cells escape | and backticks, turn < into &lt; (no HTML
+// reaches the page) and fold newlines to spaces.
+func Write(w io.Writer, r *report.Report) error {
+	ew := view.NewErrWriter(w)
+	fmt.Fprintf(ew, "## tollgate: %s — %s\n\n", inline(r.Scenario.Name), statusWord(r))
+	info := view.Plural(len(r.Runs), "run") + ", " + view.Plural(len(r.Gates), "gate")
+	if r.Scenario.File != "" {
+		info += " · scenario " + inline(r.Scenario.File)
+	}
+	if sha := r.Scenario.SHA256; sha != "" {
+		info += " · sha256 " + inline(sha[:min(12, len(sha))])
+	}
+	fmt.Fprintf(ew, "%s\n", info)
+
+	live := view.Live(r)
+	writeSeamTable(ew, r)
+	writeLiveTable(ew, live)
+	writeLoadTable(ew, live)
+	writeGatesTable(ew, r)
+
+	if fr := view.FailedRuns(r); len(fr) > 0 {
+		fmt.Fprintf(ew, "\n### Failed runs\n\n")
+		for _, run := range fr {
+			fmt.Fprintf(ew, "- **%s**: %s\n", inline(run.Name), inline(run.Error))
+		}
+	}
+	if view.Interrupted(r) {
+		fmt.Fprintf(ew, "\n**Incomplete:** the run was interrupted; figures cover only what finished.\n")
+	}
+	var warnings, examples []string
+	for _, rn := range r.RunNames() {
+		ws, es := view.Notes(rn, r.Runs[rn])
+		for _, n := range ws {
+			warnings = append(warnings, noteLine(n))
+		}
+		for _, n := range es {
+			examples = append(examples, noteLine(n))
+		}
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(ew, "\n### Warnings\n\n%s\n", strings.Join(warnings, "\n"))
+	}
+	if len(examples) > 0 {
+		fmt.Fprintf(ew, "\n### Request errors (examples)\n\n%s\n", strings.Join(examples, "\n"))
+	}
+	if err := ew.Err(); err != nil {
+		return fmt.Errorf("writing Markdown: %w", err)
+	}
+	return nil
+}
+
+func noteLine(n view.Note) string {
+	return fmt.Sprintf("- %s/%s: %s", inline(n.Run), inline(n.Phase), inline(n.Text))
+}
+
+// tableHeader writes a table's header row and its alignment row: the
+// first `left` columns left-aligned (names), the rest right-aligned
+// (figures). Markdown spells TTFT and TPOT in capitals, as its headings
+// always have.
+func tableHeader(w io.Writer, cols []string, left int) {
+	caps := strings.NewReplacer("ttft", "TTFT", "tpot", "TPOT")
+	align := make([]string, len(cols))
+	for i := range cols {
+		align[i] = "---:"
+		if i < left {
+			align[i] = "---"
+		}
+	}
+	fmt.Fprintf(w, "| %s |\n| %s |\n", caps.Replace(strings.Join(cols, " | ")), strings.Join(align, " | "))
+}
+
+// errorRow is a table row for a run that failed: its name, the error,
+// then empty cells to the table's width.
+func errorRow(w io.Writer, name, msg string, width int) {
+	fmt.Fprintf(w, "| %s | **ERROR**: %s |%s\n", cell(name), cell(msg), strings.Repeat(" |", width-2))
+}
+
+func tableRow(w io.Writer, row []string) {
+	fmt.Fprintf(w, "| %s |\n", strings.Join(cells(row), " | "))
+}
+
+func writeSeamTable(w io.Writer, r *report.Report) {
+	rows := view.Seams(r)
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### Seam runs\n\n")
+	tableHeader(w, view.SeamColumns(), 1)
+	for _, row := range rows {
+		if row.Cells == nil {
+			errorRow(w, row.Name, row.Error, len(view.SeamColumns()))
+			continue
+		}
+		tableRow(w, row.Cells)
+	}
+}
+
+func writeLiveTable(w io.Writer, live []view.LiveRun) {
+	if len(live) == 0 {
+		return
+	}
+	cols := append([]string{"run", "phase"}, view.LiveColumns()...)
+	fmt.Fprintf(w, "\n### Live runs\n\n")
+	for _, lr := range live {
+		t := lr.Run.Target
+		model := t.Model
+		if model == "" {
+			model = "(unknown model)"
+		}
+		fmt.Fprintf(w, "- **%s**: %s %s, model %s\n", inline(lr.Name), inline(t.Kind), inline(t.BaseURL), inline(model))
+	}
+	fmt.Fprintln(w)
+	tableHeader(w, cols, 2)
+	for _, lr := range live {
+		failed := lr.Run.Status == report.RunError
+		if failed && len(lr.Run.PhaseOrder) == 0 {
+			errorRow(w, lr.Name, lr.Run.Error, len(cols))
+			continue
+		}
+		for _, row := range lr.Rows {
+			if row.Warmup {
+				// Markdown leaves a warmup row's figures blank.
+				fmt.Fprintf(w, "| %s | %s | %s | (not measured) |%s\n", cell(lr.Name), cell(row.Label), row.Cells[0], strings.Repeat(" |", len(cols)-4))
+				continue
+			}
+			tableRow(w, append([]string{lr.Name, row.Label}, row.Cells...))
+		}
+		if failed {
+			errorRow(w, lr.Name, lr.Run.Error, len(cols))
+		}
+	}
+}
+
+// writeLoadTable lists the load points of every live run.
+func writeLoadTable(w io.Writer, live []view.LiveRun) {
+	header := false
+	for _, lr := range live {
+		for _, lp := range lr.Points {
+			if !header {
+				fmt.Fprintf(w, "\n### Load points\n\n")
+				tableHeader(w, append([]string{"run", "phase"}, view.LoadColumns()...), 3)
+				header = true
+			}
+			tableRow(w, append([]string{lr.Name, lp.Phase}, lp.Cells...))
+		}
+	}
+}
+
+func writeGatesTable(w io.Writer, r *report.Report) {
+	if len(r.Gates) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### Gates\n\n| status | gate | deciding values |\n| --- | --- | --- |\n")
+	for _, g := range r.Gates {
+		status := strings.ToUpper(g.Status)
+		if g.Status == report.StatusFail || g.Status == report.StatusError {
+			status = "**" + status + "**"
+		}
+		if g.Optional {
+			status += " (optional)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", status, cell(g.Name), cell(deciding(g)))
+	}
+}
+
+// deciding is what decided a gate, in one line: the false comparisons of a
+// failed gate, the error of an errored one, the tightest comparison of a
+// passing one.
+func deciding(g report.GateResult) string {
+	switch g.Status {
+	case report.StatusFail, report.StatusError:
+		return view.GateReason(g, 4)
+	}
+	if o, headroom, ok := view.Tightest(g.Observations); ok {
+		return fmt.Sprintf("tightest: %s %s %s (%s headroom)", view.Value(o.Left), o.Op, view.Value(o.Right), view.Percent(headroom*100))
+	}
+	if n := len(g.Observations); n > 0 {
+		return view.Plural(n, "comparison") + " held"
+	}
+	return g.Message
+}
+
+// cell escapes text for a table cell: pipes would end the cell, backticks
+// open code spans, < opens HTML, and a newline ends the table.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "`", "\\`", "<", "&lt;", "\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// cells escapes each of a row's cells.
+func cells(row []string) []string {
+	out := make([]string, len(row))
+	for i, s := range row {
+		out[i] = cell(s)
+	}
+	return out
+}
+
+// inline escapes text for a line outside tables the same way.
+func inline(s string) string { return cell(s) }
+
+// statusWord is the overall verdict in capitals: PASS, FAIL, ERROR,
+// NOT_GATED, INCOMPLETE.
+func statusWord(r *report.Report) string {
+	s := strings.ToUpper(r.Status)
+	if s == "" {
+		s = "UNKNOWN"
+	}
+	if r.Incomplete && r.Status != report.StatusIncomplete {
+		s += " (incomplete)"
+	}
+	return s
+}

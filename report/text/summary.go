@@ -1,0 +1,123 @@
+// Package text writes the human summary of a report, the one tollgate run
+// prints: a line per seam run, a table per live run, then every gate with
+// its verdict and the values that decided it. Its figures come from
+// report/view, the same tables Markdown and HTML show.
+package text
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/view"
+)
+
+// Summary writes the human-readable summary of a report.
+func Summary(w io.Writer, r *report.Report) error {
+	ew := view.NewErrWriter(w)
+	gates := view.Plural(len(r.Gates), "gate")
+	switch r.Status {
+	case report.StatusIncomplete:
+		gates = "gates not judged (interrupted)"
+	case report.StatusNotGated:
+		gates = "gates not judged (--no-gate)"
+	}
+	fmt.Fprintf(ew, "%s — %s, %s: %s\n", r.Scenario.Name, view.Plural(len(r.RunOrder), "run"), gates, strings.ToUpper(r.Status))
+
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	seamHeader := false
+	for _, name := range r.RunNames() {
+		run := r.Runs[name]
+		switch {
+		case run.Status == report.RunError:
+			fmt.Fprintf(tw, "%s\tERROR: %s\n", name, run.Error)
+		case run.Target.Kind == report.TargetSeam:
+			if !seamHeader {
+				fmt.Fprintln(tw, strings.Join(view.SeamColumns(), "\t"))
+				seamHeader = true
+			}
+			fmt.Fprintln(tw, strings.Join(view.SeamFigures(name, run), "\t"))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, lr := range view.Live(r) {
+		if len(lr.Rows)+len(lr.Warnings)+len(lr.Errors) > 0 {
+			writeLiveRun(ew, lr)
+		}
+	}
+	if len(r.Gates) > 0 {
+		fmt.Fprintln(ew, "gates:")
+		for _, g := range r.Gates {
+			verdict := strings.ToUpper(g.Status)
+			if g.Optional {
+				verdict += " (optional)"
+			}
+			fmt.Fprintf(ew, "  %-5s %s\n", verdict, g.Name)
+			writeGateDetail(ew, g)
+		}
+	}
+	return ew.Err()
+}
+
+func writeGateDetail(w io.Writer, g report.GateResult) {
+	switch g.Status {
+	case report.StatusError:
+		fmt.Fprintf(w, "        error: %s\n", g.Message)
+	case report.StatusFail:
+		shown := 0
+		for _, o := range g.Observations {
+			if !o.Result && shown < 4 {
+				fmt.Fprintf(w, "        %s %s %s  ← %s\n", view.Value(o.Left), o.Op, view.Value(o.Right), shorten(o.Expr))
+				shown++
+			}
+		}
+		if shown == 0 {
+			fmt.Fprintf(w, "        %s\n", g.Message)
+		}
+	default:
+		if o, headroom, ok := view.Tightest(g.Observations); ok {
+			fmt.Fprintf(w, "        tightest: %s %s %s (%s headroom)  ← %s\n", view.Value(o.Left), o.Op, view.Value(o.Right), view.Percent(headroom*100), shorten(o.Expr))
+		} else if n := len(g.Observations); n > 0 {
+			fmt.Fprintf(w, "        %s held\n", view.Plural(n, "comparison"))
+		}
+	}
+}
+
+// shorten keeps a gate's expression on the verdict's line.
+func shorten(expr string) string {
+	s := view.OneLine(expr)
+	if len(s) > 90 {
+		s = s[:89] + "…"
+	}
+	return s
+}
+
+func writeLiveRun(w io.Writer, lr view.LiveRun) {
+	t := lr.Run.Target
+	fmt.Fprintf(w, "%s (%s at %s): model %s, %s\n", lr.Name, t.Kind, t.BaseURL, t.Model, t.ModelSource)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  phase\t%s\n", strings.Join(view.LiveColumns(), "\t"))
+	for _, row := range lr.Rows {
+		// Every cell filled: tabwriter aligns only unbroken runs of cells.
+		fmt.Fprintf(tw, "  %s\t%s\n", row.Label, strings.Join(row.Cells, "\t"))
+	}
+	_ = tw.Flush()
+	phase := ""
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, lp := range lr.Points {
+		if lp.Phase != phase {
+			_ = tw.Flush()
+			phase = lp.Phase
+			fmt.Fprintf(tw, "  %s %s\n", phase, strings.Join(view.LoadColumns(), "\t"))
+		}
+		fmt.Fprintf(tw, "  %s\n", strings.Join(lp.Cells, "\t"))
+	}
+	_ = tw.Flush()
+	for _, n := range append(lr.Warnings, lr.Errors...) {
+		fmt.Fprintf(w, "  ! %s: %s\n", n.Phase, n.Text)
+	}
+}

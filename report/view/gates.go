@@ -1,0 +1,89 @@
+package view
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// Tightest finds the passed numeric ordering comparison with the least
+// relative headroom: the one closest to failing, which is what a reader
+// wants to know about a passing gate. headroom is |right − left| over the
+// larger magnitude.
+func Tightest(obs []report.Observation) (o report.Observation, headroom float64, ok bool) {
+	for _, c := range obs {
+		l, lok := toFloat(c.Left)
+		r, rok := toFloat(c.Right)
+		if !lok || !rok || !c.Result || c.Op == "==" || c.Op == "!=" {
+			continue
+		}
+		den := math.Max(math.Abs(l), math.Abs(r))
+		if den == 0 {
+			continue
+		}
+		if h := math.Abs(r-l) / den; !ok || h < headroom {
+			o, headroom, ok = c, h, true
+		}
+	}
+	return o, headroom, ok
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// FailedRuns lists the runs that could not complete, in run order.
+func FailedRuns(r *report.Report) []*report.Run {
+	var out []*report.Run
+	for _, name := range r.RunNames() {
+		if run := r.Runs[name]; run.Status == report.RunError {
+			out = append(out, run)
+		}
+	}
+	return out
+}
+
+// Interrupted reports whether the run was cut short and the report is partial.
+func Interrupted(r *report.Report) bool {
+	return r.Incomplete || r.Status == report.StatusIncomplete
+}
+
+// FalseObservations renders the comparisons that decided a failed gate as
+// "expr: left op right".
+func FalseObservations(g report.GateResult) []string {
+	var out []string
+	for _, o := range g.Observations {
+		if !o.Result {
+			out = append(out, fmt.Sprintf("%s: %s %s %s", OneLine(o.Expr), Value(o.Left), o.Op, Value(o.Right)))
+		}
+	}
+	return out
+}
+
+// GateReason is the one-line reason a gate did not pass: its false
+// observations (at most max, then a count), else its message.
+func GateReason(g report.GateResult, max int) string {
+	if g.Status == report.StatusFail {
+		obs := FalseObservations(g)
+		if len(obs) > 0 {
+			if len(obs) > max {
+				obs = append(obs[:max:max], fmt.Sprintf("… and %d more", len(obs)-max))
+			}
+			return strings.Join(obs, "; ")
+		}
+	}
+	if g.Message != "" {
+		return OneLine(g.Message)
+	}
+	return g.Status
+}

@@ -1,0 +1,138 @@
+package view
+
+import (
+	"fmt"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// LiveColumns are the columns of the live table after the row's label.
+func LiveColumns() []string {
+	return []string{"ok/n", "ttft p50/p95 ms", "tpot p50 ms", "decode tok/s p50", "prefill tok/s p50", "e2e p50 ms", "cached p50", "speedup"}
+}
+
+// WarmupCell is the TTFT cell of a warmup row: warmup requests are
+// counted, never measured.
+const WarmupCell = "(warmup)"
+
+// LiveRun is one live (non-seam) run: its rows, load points and notes.
+type LiveRun struct {
+	Name     string
+	Run      *report.Run
+	Rows     []LiveRow
+	Points   []LoadRow // every load point of every load phase, in phase order
+	Warnings []Note
+	Errors   []Note // examples of failed requests
+}
+
+// LiveRow is one row of the live table: a phase, or one breakdown of it (a
+// prompt size, a prefix-cache variant).
+type LiveRow struct {
+	Phase   string // the phase's name
+	Key     string // the breakdown key ("256", "fresh"); empty for a whole phase
+	Label   string // what the row is called: "prefill 256", "load (all points)"
+	Warmup  bool   // counted, not measured: Cells hold only ok/n
+	Metrics *report.ServingMetrics
+	Speedup *float64
+	Cells   []string // one per LiveColumns
+}
+
+// Note is a line about one phase of a run: a warning, or a failed request.
+type Note struct {
+	Run, Phase, Text string
+}
+
+// Live lists the live runs of a report in run order, each with its rows.
+// A run that failed before any phase has no rows; its Run.Error says why.
+func Live(r *report.Report) []LiveRun {
+	var out []LiveRun
+	for _, name := range r.RunNames() {
+		run := r.Runs[name]
+		if run.Target.Kind == report.TargetSeam {
+			continue
+		}
+		lr := LiveRun{Name: name, Run: run}
+		for _, pn := range run.PhaseNames() {
+			p := run.Phases[pn]
+			lr.Rows = append(lr.Rows, phaseRows(pn, p)...)
+			lr.Points = append(lr.Points, loadRows(pn, p)...)
+		}
+		lr.Warnings, lr.Errors = Notes(name, run)
+		out = append(out, lr)
+	}
+	return out
+}
+
+// phaseRows are a phase's rows: one for warmup and plain phases and for a
+// load phase (over all its points, which LoadRow details), one per
+// breakdown for prompt sizes and prefix-cache variants.
+func phaseRows(pn string, p *report.Phase) []LiveRow {
+	if p.ServingMetrics == nil {
+		return nil
+	}
+	switch {
+	case p.Kind == report.KindWarmup:
+		cells := []string{okN(p.ServingMetrics), WarmupCell}
+		for len(cells) < len(LiveColumns()) {
+			cells = append(cells, Absent)
+		}
+		return []LiveRow{{Phase: pn, Label: pn, Warmup: true, Metrics: p.ServingMetrics, Cells: cells}}
+	case len(p.Points) > 0:
+		return []LiveRow{liveRow(pn, "", pn+" (all points)", p.ServingMetrics, nil)}
+	case len(p.ByPromptTokens) > 0:
+		return breakdownRows(pn, p.ByPromptTokens)
+	case len(p.Variants) > 0:
+		return breakdownRows(pn, p.Variants)
+	}
+	return []LiveRow{liveRow(pn, "", pn, p.ServingMetrics, nil)}
+}
+
+func breakdownRows(pn string, m map[string]*report.Point) []LiveRow {
+	var rows []LiveRow
+	for _, k := range report.PointKeys(m) {
+		if pt := m[k]; pt.ServingMetrics != nil {
+			rows = append(rows, liveRow(pn, k, pn+" "+k, pt.ServingMetrics, pt.Speedup))
+		}
+	}
+	return rows
+}
+
+func liveRow(phase, key, label string, m *report.ServingMetrics, speedup *float64) LiveRow {
+	return LiveRow{Phase: phase, Key: key, Label: label, Metrics: m, Speedup: speedup, Cells: []string{
+		okN(m), Pair(m.TTFTMS.P50, m.TTFTMS.P95, "%.2f"), Num(m.TPOTMS.P50, "%.2f"), Num(m.DecodeTokensPerS.P50, "%.1f"),
+		Num(m.PrefillTokensPerS.P50, "%.0f"), Num(m.E2EMS.P50, "%.1f"), Num(m.CachedTokens.P50, "%.0f"), Ratio(speedup, "%.1f"),
+	}}
+}
+
+func okN(m *report.ServingMetrics) string { return fmt.Sprintf("%d/%d", m.Succeeded, m.Requests) }
+
+// Notes are the warnings and the failed-request examples of a run's live
+// phases, in phase order.
+func Notes(name string, run *report.Run) (warnings, errors []Note) {
+	for _, pn := range run.PhaseNames() {
+		p := run.Phases[pn]
+		if p.ServingMetrics == nil {
+			continue
+		}
+		for _, msg := range p.Warnings {
+			warnings = append(warnings, Note{Run: name, Phase: pn, Text: msg})
+		}
+		for _, e := range p.Errors.Examples {
+			errors = append(errors, Note{Run: name, Phase: pn, Text: RequestError(e)})
+		}
+	}
+	return warnings, errors
+}
+
+// RequestError describes a failed request: class (HTTP status) in which
+// request: message.
+func RequestError(e report.RequestError) string {
+	what := e.Class
+	if e.Status != 0 {
+		what += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Request != "" {
+		what += " in " + e.Request
+	}
+	return what + ": " + e.Message
+}
