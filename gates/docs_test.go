@@ -44,6 +44,7 @@ func TestExampleGatesCompile(t *testing.T) {
 type docGate struct {
 	section, expr string
 	wantError     bool // the cookbook says this one errors at run time
+	wantRefused   bool // the cookbook says this one does not load
 }
 
 var (
@@ -108,7 +109,7 @@ func blockGates(t *testing.T, section, lang string, block []string) []docGate {
 		if strings.HasPrefix(strings.TrimSpace(l), "#") {
 			continue // a comment line of the cookbook, not a gate
 		}
-		g := docGate{section: section, expr: commentRe.ReplaceAllString(l, ""), wantError: strings.Contains(l, "# ERROR")}
+		g := docGate{section: section, expr: commentRe.ReplaceAllString(l, ""), wantError: strings.Contains(l, "# ERROR"), wantRefused: strings.Contains(l, "# REFUSED")}
 		whole = append(whole, g.expr)
 		if strings.TrimSpace(g.expr) != "" {
 			lines = append(lines, g)
@@ -119,7 +120,8 @@ func blockGates(t *testing.T, section, lang string, block []string) []docGate {
 	if _, problems := Compile([]Spec{{Name: "probe", Expr: strings.Join(whole, "\n")}}, map[string]any{}); len(problems) > 0 && errors.Is(problems[0], ErrSyntax) {
 		return lines
 	}
-	return []docGate{{section: section, expr: strings.Join(whole, "\n"), wantError: len(lines) == 1 && lines[0].wantError}}
+	return []docGate{{section: section, expr: strings.Join(whole, "\n"), wantError: len(lines) == 1 && lines[0].wantError,
+		wantRefused: len(lines) == 1 && lines[0].wantRefused}}
 }
 
 // Every gate of the cookbook loads against the shape of the example it is
@@ -149,6 +151,12 @@ func TestCookbookGates(t *testing.T) {
 					shape = withBaseline(t, shape)
 				}
 				set, problems := Compile([]Spec{{Name: "cookbook", Expr: g.expr}}, shape)
+				if g.wantRefused {
+					if len(problems) == 0 {
+						t.Errorf("loads, the cookbook says it is refused")
+					}
+					return
+				}
 				if len(problems) > 0 {
 					last = problems
 					continue

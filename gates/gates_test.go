@@ -141,7 +141,7 @@ func TestAbsentStatisticErrors(t *testing.T) {
 	s := spec("empty", `runs.a.phases.decode.seam_latency_ms.p50 < 1000000`)
 	_, problems := Compile([]Spec{s}, env)
 	// Against this shape the absence is already known at load time…
-	if len(problems) != 1 || !strings.Contains(problems[0].Msg, "has no p50: the statistic is absent because it has 0 samples") {
+	if len(problems) != 1 || !strings.Contains(problems[0].Msg, "has no p50: this phase never measures seam_latency_ms") {
 		t.Fatalf("problems %v", problems)
 	}
 	// …and at run time against a shape that had it, the gate errors.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -475,7 +476,7 @@ func (w *resolver) member(n *ast.MemberNode, sc *scope, ptr *aval) (aval, []chil
 			for _, k := range keys {
 				ks, _ := k.(string)
 				if c := missing[ks]; c > 0 && c == len(maps) {
-					w.problem(n, ErrMissingKey, missingMessage(n.Node.String(), ks, maps[0]))
+					w.problem(n, ErrMissingKey, staticMissingMessage(n.Node.String(), ks, maps[0]))
 				}
 			}
 		}
@@ -1002,4 +1003,21 @@ func checkStatic(s Spec, shape map[string]any) []Problem {
 		return []Problem{p}
 	}
 	return w.constants
+}
+
+// staticMissingMessage is missingMessage at load: a statistic the shape
+// holds with 0 samples is one the phase never measures, in any run.
+func staticMissingMessage(parent, key string, m map[string]any) string {
+	if c, ok := m["count"].(float64); ok && c == 0 && slices.Contains(statKeys, key) {
+		metric := parent[strings.LastIndex(parent, ".")+1:]
+		why := ""
+		switch metric {
+		case "tpot_ms", "itl_ms", "decode_tokens_per_s":
+			why = " (a prefill phase stops at max_tokens 1, and a 1-token answer has no decode interval)"
+		case "ttft_ms", "prefill_tokens_per_s":
+			why = " (a non-streamed request has no first token to time)"
+		}
+		return fmt.Sprintf("%s has no %s: this phase never measures %s, so a gate on it could never be judged%s", parent, key, metric, why)
+	}
+	return missingMessage(parent, key, m)
 }
