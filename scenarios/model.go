@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-dev/tollgate/report"
 )
 
 func reflectValue(p any) reflect.Value { return reflect.ValueOf(p).Elem() }
@@ -19,21 +21,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// Target kinds.
+// Target kinds: the report's names, spelt once.
 const (
-	KindSeam     = "seam"
-	KindOpenAI   = "openai"
-	KindEmbedded = "embedded"
+	KindSeam     = report.TargetSeam
+	KindOpenAI   = report.TargetOpenAI
+	KindEmbedded = report.TargetEmbedded
 )
 
-// Phase kinds.
+// Phase kinds: the report's names, spelt once.
 const (
-	PhaseLoad        = "load"
-	PhaseWarmup      = "warmup"
-	PhasePrefill     = "prefill"
-	PhaseDecode      = "decode"
-	PhasePrefixCache = "prefix_cache"
-	PhaseRequests    = "requests"
+	PhaseLoad        = report.KindLoad
+	PhaseWarmup      = report.KindWarmup
+	PhasePrefill     = report.KindPrefill
+	PhaseDecode      = report.KindDecode
+	PhasePrefixCache = report.KindPrefixCache
+	PhaseRequests    = report.KindRequests
 )
 
 // document is the YAML file as written, before matrix expansion.

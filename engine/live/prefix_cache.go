@@ -9,13 +9,6 @@ import (
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
-// Variants of a prefix_cache phase, in the order they are sent.
-const (
-	VariantFresh       = "fresh"
-	VariantIdentical   = "identical"
-	VariantSmallSuffix = "small_suffix"
-)
-
 // prefixCacheKind sends, per repetition, a cold prompt, the same prompt
 // again, and the prompt with a short suffix: variants holds the three, with
 // each reuse's speedup over fresh.
@@ -26,14 +19,14 @@ func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, p
 	size := p.PromptTokens[0]
 	for i := 0; i < p.Repeat; i++ {
 		// A new salt (index) per repetition: each fresh prompt is cold.
-		prompt, err := r.synthetic(ctx, p, ph, size, 1_000_000+i, requestName(p.Name, VariantFresh, i))
+		prompt, err := r.synthetic(ctx, p, ph, size, 1_000_000+i, requestName(p.Name, report.VariantFresh, i))
 		if err != nil {
 			return err
 		}
 		suffix := openai.SyntheticPrompt(r.seed(p), 2_000_000+i, max(1, p.SuffixTokens*3/4), "")
-		plan.add(VariantFresh, i, r.request(prompt, nil, p.MaxTokens))
-		plan.add(VariantIdentical, i, r.request(prompt, nil, p.MaxTokens))
-		plan.add(VariantSmallSuffix, i, r.request(prompt+"\n\n"+suffix, nil, p.MaxTokens))
+		plan.add(report.VariantFresh, i, r.request(prompt, nil, p.MaxTokens))
+		plan.add(report.VariantIdentical, i, r.request(prompt, nil, p.MaxTokens))
+		plan.add(report.VariantSmallSuffix, i, r.request(prompt+"\n\n"+suffix, nil, p.MaxTokens))
 	}
 	f, err := r.sequential(ctx, p, plan)
 	r.measured(f, ph)
@@ -50,8 +43,8 @@ func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, p
 // prefixCacheFindings fills the speedups and warns when cached_tokens shows
 // no reuse, so a cold or evicted cache is never mistaken for a slow one.
 func prefixCacheFindings(ph *report.Phase) {
-	fresh := ph.Variants[VariantFresh]
-	for _, name := range []string{VariantIdentical, VariantSmallSuffix} {
+	fresh := ph.Variants[report.VariantFresh]
+	for _, name := range []string{report.VariantIdentical, report.VariantSmallSuffix} {
 		v := ph.Variants[name]
 		if v == nil {
 			continue
