@@ -21,9 +21,6 @@ import (
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/annotations"
 	"github.com/tollgate-dev/tollgate/report/compare"
-	"github.com/tollgate-dev/tollgate/report/csv"
-	"github.com/tollgate-dev/tollgate/report/html"
-	"github.com/tollgate-dev/tollgate/report/junit"
 	"github.com/tollgate-dev/tollgate/report/markdown"
 	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -123,17 +120,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 type runOptions struct {
-	jsonOut     string
+	out         *outputs
 	noGate      bool
 	sets        []string
 	vars        []string
 	profile     string
 	quiet       bool
 	samplesOut  string
-	html        string
-	junit       string
-	markdown    string
-	csv         string
 	baseline    string
 	baselineAny bool
 }
@@ -142,17 +135,14 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	o := &runOptions{}
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.jsonOut, "json-out", "", "write the JSON report to `PATH` (atomically, after validating it against the report schema)")
+	o.out = addOutputFlags(fs, true)
 	fs.BoolVar(&o.noGate, "no-gate", false, "measure and report without judging the gates")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set targets.route.activation_bytes=8192")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout and no progress; errors still go to stderr")
 	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines (load phases keep none in memory)")
+	o.out.extra["--samples-out"] = &o.samplesOut
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
-	fs.StringVar(&o.html, "html", "", "also write a self-contained HTML report to `PATH`")
-	fs.StringVar(&o.junit, "junit", "", "also write JUnit XML (one testcase per gate) to `PATH`")
-	fs.StringVar(&o.markdown, "markdown", "", "also write a Markdown summary to `PATH` (appended to $GITHUB_STEP_SUMMARY too when set)")
-	fs.StringVar(&o.csv, "csv", "", "also write the per-request samples kept in the report as CSV to `PATH`")
 	fs.StringVar(&o.baseline, "baseline", "", "an earlier report `OLD.json`, available to gates as baseline (same shape as the report)")
 	fs.BoolVar(&o.baselineAny, "baseline-any", false, "accept a baseline from another scenario, model or host")
 	return fs, o
@@ -310,40 +300,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return ExitInvalid
 	}
-	// Every output path is checked before anything is sent: an hour of
-	// measurements must never be lost to a typo in a path.
-	outputs := []struct{ flag, path string }{
-		{"--json-out", o.jsonOut}, {"--html", o.html}, {"--junit", o.junit},
-		{"--markdown", o.markdown}, {"--csv", o.csv}, {"--samples-out", o.samplesOut},
+	if err := o.out.check(); err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		return ExitInvalid
 	}
-	for _, out := range outputs {
-		if out.path == "" {
-			continue
-		}
-		if err := report.CheckWritable(out.path); err != nil {
-			fmt.Fprintf(stderr, "tollgate run: %s: %v\n", out.flag, err)
-			return ExitInvalid
-		}
-	}
-	var samples *sampleWriter
-	closeSamples := func() error { return nil }
-	if o.samplesOut != "" {
-		f, err := os.Create(o.samplesOut)
-		if err != nil {
-			fmt.Fprintf(stderr, "tollgate run: --samples-out: %v\n", err)
-			return ExitInvalid
-		}
-		bw := bufio.NewWriterSize(f, 1<<20)
-		samples = &sampleWriter{enc: json.NewEncoder(bw)}
-		closeSamples = func() error {
-			if err := bw.Flush(); err != nil && samples.err == nil {
-				samples.err = err
-			}
-			if err := f.Close(); err != nil && samples.err == nil {
-				samples.err = err
-			}
-			return samples.err
-		}
+	samples, closeSamples, err := openSamples(o.samplesOut)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate run: --samples-out: %v\n", err)
+		return ExitInvalid
 	}
 	// GitHub workflow commands are for the runner, not the reader: they go
 	// out even with --quiet.
@@ -371,49 +335,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		pl.finish()
 	}
 
-	verdict := gates.Outcome{Completed: runErr == nil, Interrupted: interrupted, NotGated: o.noGate}
-	if interrupted {
-		rep.Incomplete = true
-	}
-	if !interrupted && !o.noGate {
-		env, err := gates.Env(rep, p.sc.Vars)
-		if err != nil {
-			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-			verdict.Unjudged = true
-		} else {
-			if baseEnv != nil {
-				env["baseline"] = baseEnv
-			}
-			rep.Gates = p.gates.Evaluate(env)
-			verdict.Results = rep.Gates
-		}
-		if base != nil {
-			// Models are known only now: a baseline of another model is
-			// refused here, after the run, as a run that cannot be judged.
-			if err := compare.Comparable(base, rep, o.baselineAny); err != nil {
-				fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
-				verdict.Unjudged = true
-			}
-		}
-	}
+	verdict := judge(rep, p, base, baseEnv, o, runErr == nil, interrupted, stderr)
 	if runErr != nil && !interrupted {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", runErr)
 	}
 	rep.Status, _ = gates.Verdict(verdict)
 
 	// Every output is attempted even when one fails: what was measured is
-	// kept wherever it can be.
-	data, err := report.Marshal(rep)
-	if err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-		verdict.OutputFailed = true
-	} else if o.jsonOut != "" {
-		if err := report.WriteFile(o.jsonOut, data); err != nil {
-			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-			verdict.OutputFailed = true
-		}
-	}
-	if err := writeOutputs(o, rep, base, path, ciStdout); err != nil {
+	// kept wherever it can be. A report that fails its schema is an output
+	// failure even when no JSON file was asked for.
+	if _, err := report.Marshal(rep); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		verdict.OutputFailed = true
 	}
@@ -421,10 +352,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
 		verdict.OutputFailed = true
 	}
-	for _, out := range outputs {
-		if out.path != "" && out.flag != "--samples-out" {
-			fmt.Fprintf(stdout, "wrote %s (%s)\n", out.path, strings.TrimPrefix(out.flag, "--"))
-		}
+	if err := o.out.write(rep, base, stdout); err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		verdict.OutputFailed = true
+	}
+	if err := ciOutputs(rep, path, ciStdout); err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		verdict.OutputFailed = true
 	}
 	if err := closeSamples(); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: --samples-out %s: %v\n", o.samplesOut, err)
@@ -434,41 +368,65 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// fileOutputs are the rendered files a run or a saved report can produce.
-type fileOutputs struct{ html, junit, markdown, csv string }
-
-// write renders each requested file and writes it atomically.
-func (f fileOutputs) write(rep, base *report.Report) error {
-	writers := []struct {
-		flag, path string
-		fn         func(io.Writer) error
-	}{
-		{"--html", f.html, func(w io.Writer) error { return html.Write(w, rep, base) }},
-		{"--junit", f.junit, func(w io.Writer) error { return junit.Write(w, rep) }},
-		{"--markdown", f.markdown, func(w io.Writer) error { return markdown.Write(w, rep) }},
-		{"--csv", f.csv, func(w io.Writer) error { return csv.Write(w, rep) }},
+// judge evaluates the gates over a finished run (unless interrupted or
+// --no-gate) and returns what the verdict policy needs.
+func judge(rep *report.Report, p *prepared, base *report.Report, baseEnv map[string]any, o *runOptions, completed, interrupted bool, stderr io.Writer) gates.Outcome {
+	verdict := gates.Outcome{Completed: completed, Interrupted: interrupted, NotGated: o.noGate}
+	if interrupted {
+		rep.Incomplete = true
 	}
-	var errs []error
-	for _, wr := range writers {
-		if wr.path == "" {
-			continue
+	if interrupted || o.noGate {
+		return verdict
+	}
+	env, err := gates.Env(rep, p.sc.Vars)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		verdict.Unjudged = true
+	} else {
+		if baseEnv != nil {
+			env["baseline"] = baseEnv
 		}
-		var b bytes.Buffer
-		err := wr.fn(&b)
-		if err == nil {
-			err = report.WriteFile(wr.path, b.Bytes())
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", wr.flag, err))
+		rep.Gates = p.gates.Evaluate(env)
+		verdict.Results = rep.Gates
+	}
+	if base != nil {
+		// Models are known only now: a baseline of another model is
+		// refused here, after the run, as a run that cannot be judged.
+		if err := compare.Comparable(base, rep, o.baselineAny); err != nil {
+			fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
+			verdict.Unjudged = true
 		}
 	}
-	return errors.Join(errs...)
+	return verdict
 }
 
-// writeOutputs writes the optional outputs of a run, plus the GitHub Actions
-// step summary and annotations when running there.
-func writeOutputs(o *runOptions, rep, base *report.Report, scenarioFile string, stdout io.Writer) error {
-	errs := []error{fileOutputs{o.html, o.junit, o.markdown, o.csv}.write(rep, base)}
+// openSamples opens --samples-out; close flushes it and reports the first
+// error any write met.
+func openSamples(path string) (*sampleWriter, func() error, error) {
+	if path == "" {
+		return nil, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	samples := &sampleWriter{enc: json.NewEncoder(bw)}
+	return samples, func() error {
+		if err := bw.Flush(); err != nil && samples.err == nil {
+			samples.err = err
+		}
+		if err := f.Close(); err != nil && samples.err == nil {
+			samples.err = err
+		}
+		return samples.err
+	}, nil
+}
+
+// ciOutputs writes the GitHub Actions step summary and annotations when
+// running there.
+func ciOutputs(rep *report.Report, scenarioFile string, stdout io.Writer) error {
+	var errs []error
 	if summary := os.Getenv("GITHUB_STEP_SUMMARY"); summary != "" {
 		var b bytes.Buffer
 		err := markdown.Write(&b, rep)

@@ -1,10 +1,14 @@
 package main
 
+import "github.com/tollgate-dev/tollgate/gates"
+
 // Exit codes, as DESIGN.md defines them. CI acts on these; never renumber.
+// The verdict's codes are the gates package's (gates.Verdict decides them);
+// only an invalid invocation is the CLI's own.
 const (
-	ExitPass        = 0   // ran; every gate passed
-	ExitGateFailed  = 1   // ran; at least one gate failed
-	ExitInvalid     = 2   // invalid invocation or scenario; nothing was sent
-	ExitNotJudged   = 3   // the run could not complete or be judged
-	ExitInterrupted = 130 // interrupted; a partial report was written
+	ExitPass        = gates.ExitPass        // ran; every gate passed
+	ExitGateFailed  = gates.ExitGateFailed  // ran; at least one gate failed
+	ExitInvalid     = 2                     // invalid invocation or scenario; nothing was sent
+	ExitNotJudged   = gates.ExitNotJudged   // the run could not complete or be judged
+	ExitInterrupted = gates.ExitInterrupted // interrupted; a partial report was written
 )

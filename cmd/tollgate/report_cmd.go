@@ -16,7 +16,7 @@ const reportUsage = "Usage: tollgate report REPORT.json [--html PATH] [--junit P
 	"Markdown or CSV, exactly as tollgate run would have written them.\n\nFlags:\n"
 
 type reportOptions struct {
-	files    fileOutputs
+	out      *outputs
 	baseline string
 }
 
@@ -24,10 +24,7 @@ func reportFlags(stderr io.Writer) (*pflag.FlagSet, *reportOptions) {
 	o := &reportOptions{}
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.files.html, "html", "", "write the HTML page to `PATH` (atomically)")
-	fs.StringVar(&o.files.junit, "junit", "", "write JUnit XML to `PATH`")
-	fs.StringVar(&o.files.markdown, "markdown", "", "write the Markdown summary to `PATH`")
-	fs.StringVar(&o.files.csv, "csv", "", "write the samples as CSV to `PATH`")
+	o.out = addOutputFlags(fs, false)
 	fs.StringVar(&o.baseline, "baseline", "", "compare with an older report `OLD.json`: deltas and old-vs-new overlays")
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", reportUsage, fs.FlagUsages()) }
 	return fs, o
@@ -49,20 +46,12 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate report: expected one REPORT.json, got %d arguments\n%s%s", fs.NArg(), reportUsage, fs.FlagUsages())
 		return ExitInvalid
 	}
-	paths := map[string]string{"--html": o.files.html, "--junit": o.files.junit, "--markdown": o.files.markdown, "--csv": o.files.csv}
-	some := false
-	for flag, path := range paths {
-		if path == "" {
-			continue
-		}
-		some = true
-		if err := report.CheckWritable(path); err != nil {
-			fmt.Fprintf(stderr, "tollgate report: %s: %v\n", flag, err)
-			return ExitInvalid
-		}
-	}
-	if !some {
+	if !o.out.any() {
 		fmt.Fprintf(stderr, "tollgate report: nothing to write: give --html, --junit, --markdown or --csv PATH\n")
+		return ExitInvalid
+	}
+	if err := o.out.check(); err != nil {
+		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
 		return ExitInvalid
 	}
 	r, err := report.ReadFile(fs.Arg(0))
@@ -77,14 +66,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			return ExitInvalid
 		}
 	}
-	if err := o.files.write(r, base); err != nil {
+	if err := o.out.write(r, base, stdout); err != nil {
 		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
 		return ExitNotJudged
-	}
-	for _, flag := range []string{"--html", "--junit", "--markdown", "--csv"} {
-		if paths[flag] != "" {
-			fmt.Fprintf(stdout, "wrote %s (%s)\n", paths[flag], flag[2:])
-		}
 	}
 	return ExitPass
 }
