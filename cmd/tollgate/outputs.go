@@ -79,16 +79,6 @@ func (o *outputs) any() bool {
 	return false
 }
 
-// path is the path given for flag, "" if none.
-func (o *outputs) path(flag string) string {
-	for i, f := range o.fmts {
-		if f.flag == flag {
-			return *o.paths[i]
-		}
-	}
-	return ""
-}
-
 // check refuses, before anything is sent, a path that could not be written:
 // an hour of measurements must never be lost to a typo in a path.
 func (o *outputs) check() error {
