@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redact"
 )
 
 var (
@@ -203,7 +205,7 @@ func checkOpenAI(e *errs, t *Target) {
 	if o.BaseURL != "" && o.BaseURL != "embedded" {
 		u, err := url.Parse(o.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			e.add(o.At("base_url"), "%s.base_url: %q is not an http(s)://host[:port] URL", path, o.BaseURL)
+			e.add(o.At("base_url"), "%s.base_url: %q is not an http(s)://host[:port] URL", path, redact.URL(o.BaseURL))
 		}
 	}
 	if o.Endpoint == "" {

@@ -441,16 +441,18 @@ func TestInterruptWritesPartialReport(t *testing.T) {
 // validate --print.
 func TestSecretNeverLeaks(t *testing.T) {
 	const key, tenant = "sk-tollgate-test-0123456789abcdef", "tenant-secret-9876"
+	const cookie, token = "cookie-secret-5150", "var-token-secret-2718"
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "s.yaml")
 	src := `vars:
   bad_model: nope
+  session_token: ` + token + `
 targets:
   s:
     kind: embedded
     model: ${vars.bad_model}
     api_key_env: TOLLGATE_TEST_KEY
-    headers: {X-Tenant: ` + tenant + `, Authorization: "Bearer ` + key + `"}
+    headers: {X-Tenant: ` + tenant + `, Authorization: "Bearer ` + key + `", Cookie: "sid=` + cookie + `"}
     secret_headers: [X-Tenant]
     sim: {decode_step: 1ms}
 phases:
@@ -489,7 +491,7 @@ gates:
 	b, _ := pr.CombinedOutput()
 	outputs["validate --print"] = string(b)
 	for name, text := range outputs {
-		for _, secret := range []string{key, tenant} {
+		for _, secret := range []string{key, tenant, cookie, token} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s leaks %q", name, secret)
 			}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
+	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -123,7 +124,7 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		_, _ = rand.Read(b[:])
 		salt = int64(binary.LittleEndian.Uint32(b[:]))
 	}
-	out.Target.BaseURL = baseURL
+	out.Target.BaseURL = redact.URL(baseURL)
 
 	apiKey := ""
 	if cfg.APIKeyEnv != "" {
@@ -138,11 +139,9 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		apiKey = v
 	}
 	var secrets []string
-	for _, h := range cfg.SecretHeaders {
-		for k, v := range cfg.Headers {
-			if strings.EqualFold(k, h) {
-				secrets = append(secrets, v)
-			}
+	for k, v := range cfg.Headers {
+		if redact.IsSecretHeader(k, cfg.SecretHeaders) {
+			secrets = append(secrets, v)
 		}
 	}
 	client, err := openai.New(openai.Config{
