@@ -182,6 +182,9 @@ func checkSeam(e *errs, t *Target) {
 	if s.SessionID == "" {
 		s.SessionID = "route-session"
 	}
+	if f := s.Faults; f != nil && f.LeakConnections < 0 {
+		e.add(f.At("leak_connections"), "%s.faults.leak_connections: must not be negative, got %d", path, f.LeakConnections)
+	}
 	if s.Costs.LinkBytesPerS < 0 {
 		e.add(s.Costs.At("link_bytes_per_s"), "%s.costs.link_bytes_per_s: must not be negative", path)
 	}
