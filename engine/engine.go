@@ -27,8 +27,6 @@ type Options struct {
 	Now func() time.Time
 	// LookupEnv resolves secrets named by the scenario (api_key_env).
 	LookupEnv func(string) (string, bool)
-	// Progress, when set, hears about each finished request of a live run.
-	Progress func(run, phase string, done, total int)
 	// OnProgress, when set, gets a live view of load phases.
 	OnProgress func(serving.Progress)
 	// SampleSink, when set, receives every live request sample as it completes.
@@ -115,9 +113,6 @@ func runOne(ctx context.Context, run *scenarios.Run, samples bool, opts Options)
 		so := serving.Options{LookupEnv: opts.LookupEnv, Samples: samples, OnProgress: opts.OnProgress, Grace: grace}
 		if opts.SampleSink != nil {
 			so.SampleSink = func(s report.RequestSample) { opts.SampleSink(run.Name, s) }
-		}
-		if opts.Progress != nil {
-			so.Progress = func(phase string, done, total int) { opts.Progress(run.Name, phase, done, total) }
 		}
 		return serving.Run(ctx, run, so)
 	}

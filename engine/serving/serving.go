@@ -32,8 +32,6 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Samples keeps every request in the report.
 	Samples bool
-	// Progress, when set, is told about each request as it finishes.
-	Progress func(phase string, done, total int)
 	// OnProgress, when set, gets a live view of load phases a few times a second.
 	OnProgress func(Progress)
 	// Grace is how long requests in flight may finish after ctx ends (an
@@ -398,7 +396,7 @@ func (r *runner) execute(ctx context.Context, p *scenarios.Phase, ph *report.Pha
 	var samples []report.RequestSample
 	phaseStart := time.Now()
 	var stopErr error
-	for i, pl := range plans {
+	for _, pl := range plans {
 		if err := ctx.Err(); err != nil {
 			stopErr = err
 			break
@@ -429,9 +427,6 @@ func (r *runner) execute(ctx context.Context, p *scenarios.Phase, ph *report.Pha
 			if r.opts.SampleSink != nil {
 				r.opts.SampleSink(s)
 			}
-		}
-		if r.opts.Progress != nil {
-			r.opts.Progress(p.Name, i+1, len(plans))
 		}
 		if all.errCount > allowed {
 			stopErr = fmt.Errorf("%w: %d of %d requests failed, over max_error_rate %g (last: %s)", ErrPhase, all.errCount, all.requests, maxRate, res.Err.Error())
