@@ -24,10 +24,6 @@ var alwaysSecretHeaders = []string{
 	"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
 }
 
-// AlwaysSecretHeaders returns the header names that are secret whatever a
-// scenario says, in lower case (a copy: callers cannot change the policy).
-func AlwaysSecretHeaders() []string { return slices.Clone(alwaysSecretHeaders) }
-
 // IsSecretHeader reports whether the header name is always secret or is
 // one of extra (a scenario's secret_headers), ignoring case.
 func IsSecretHeader(name string, extra []string) bool {

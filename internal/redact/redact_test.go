@@ -32,14 +32,6 @@ func TestIsSecretHeader(t *testing.T) {
 	}
 }
 
-func TestAlwaysSecretHeadersIsACopy(t *testing.T) {
-	h := AlwaysSecretHeaders()
-	h[0] = "x-session"
-	if IsSecretHeader("x-session", nil) || !IsSecretHeader("authorization", nil) {
-		t.Error("changing the returned slice changed the policy")
-	}
-}
-
 func TestIsSecretName(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
