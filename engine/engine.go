@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/live"
+	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -47,7 +48,7 @@ func New(sc *scenarios.Scenario, opts Options) *report.Report {
 		SchemaVersion: report.SchemaVersion,
 		Tool:          report.Tool{Name: "tollgate", Version: opts.ToolVersion},
 		Scenario: report.ScenarioInfo{
-			Name: sc.Name, Description: sc.Description, File: sc.File, SHA256: sc.SHA256, Vars: sc.Vars,
+			Name: sc.Name, Description: sc.Description, File: sc.File, SHA256: sc.SHA256, Vars: redactedVars(sc.Vars),
 		},
 		Host:      HostFacts(),
 		StartedAt: now().UTC(),
@@ -84,8 +85,8 @@ func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Opt
 			rr.Status, rr.Error = "incomplete", "interrupted; holds what was measured before the interrupt"
 		case err != nil:
 			rr.Status = "error"
-			rr.Error = err.Error()
-			failed = append(failed, fmt.Sprintf("%s: %v", run.Name, err))
+			rr.Error = runRedactor(run).String(err.Error())
+			failed = append(failed, run.Name+": "+rr.Error)
 		}
 		r.Runs[run.Name] = rr
 	}
@@ -195,21 +196,16 @@ func Shape(sc *scenarios.Scenario) (*report.Report, error) {
 	return r, nil
 }
 
-// RedactedValue replaces secrets wherever a configuration is shown.
-const RedactedValue = "[REDACTED]"
-
-// secretHeaders are always redacted, whatever the scenario says.
-var secretHeaders = []string{"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
-
 // redactedConfig copies a live target's config with secret header values
-// replaced, for the report and validate --print.
+// and the base URL's password replaced, for the report.
 func redactedConfig(o *scenarios.OpenAITarget) *scenarios.OpenAITarget {
 	c := *o
+	c.BaseURL = redact.URL(o.BaseURL)
 	if len(o.Headers) > 0 {
 		c.Headers = make(map[string]string, len(o.Headers))
 		for k, v := range o.Headers {
-			if isSecretHeader(k, o.SecretHeaders) {
-				v = RedactedValue
+			if redact.IsSecretHeader(k, o.SecretHeaders) {
+				v = redact.Value
 			}
 			c.Headers[k] = v
 		}
@@ -217,13 +213,33 @@ func redactedConfig(o *scenarios.OpenAITarget) *scenarios.OpenAITarget {
 	return &c
 }
 
-func isSecretHeader(name string, extra []string) bool {
-	for _, s := range append(append([]string{}, secretHeaders...), extra...) {
-		if strings.EqualFold(s, name) {
-			return true
+// redactedVars copies the scenario's vars with the string values of
+// secret-looking names replaced: gates read sc.Vars, the report shows these.
+func redactedVars(vars map[string]any) map[string]any {
+	out := make(map[string]any, len(vars))
+	for k, v := range vars {
+		if _, ok := v.(string); ok && redact.IsSecretName(k) {
+			v = redact.Value
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// runRedactor knows the secrets a run's scenario names (secret header
+// values, the base URL's password), for its error message.
+func runRedactor(run *scenarios.Run) *redact.Redactor {
+	o := run.Target.OpenAI
+	if o == nil {
+		return redact.New()
+	}
+	secrets := redact.URLSecrets(o.BaseURL)
+	for k, v := range o.Headers {
+		if redact.IsSecretHeader(k, o.SecretHeaders) {
+			secrets = append(secrets, v)
 		}
 	}
-	return false
+	return redact.New(secrets...)
 }
 
 // HostFacts describes the client machine.

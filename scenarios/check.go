@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redact"
 )
 
 var (
@@ -180,6 +182,9 @@ func checkSeam(e *errs, t *Target) {
 	if s.SessionID == "" {
 		s.SessionID = "route-session"
 	}
+	if f := s.Faults; f != nil && f.LeakConnections < 0 {
+		e.add(f.At("leak_connections"), "%s.faults.leak_connections: must not be negative, got %d", path, f.LeakConnections)
+	}
 	if s.Costs.LinkBytesPerS < 0 {
 		e.add(s.Costs.At("link_bytes_per_s"), "%s.costs.link_bytes_per_s: must not be negative", path)
 	}
@@ -203,7 +208,7 @@ func checkOpenAI(e *errs, t *Target) {
 	if o.BaseURL != "" && o.BaseURL != "embedded" {
 		u, err := url.Parse(o.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			e.add(o.At("base_url"), "%s.base_url: %q is not an http(s)://host[:port] URL", path, o.BaseURL)
+			e.add(o.At("base_url"), "%s.base_url: %q is not an http(s)://host[:port] URL", path, redact.URL(o.BaseURL))
 		}
 	}
 	if o.Endpoint == "" {

@@ -132,6 +132,17 @@ type SeamTarget struct {
 	OutputTokens    []string    `yaml:"output_tokens" json:"output_tokens"`
 	SessionID       string      `yaml:"session_id" json:"session_id"`
 	Costs           SeamCosts   `yaml:"costs" json:"costs"`
+	// Faults make the seam misbehave on purpose, to prove gates catch it.
+	Faults *SeamFaults `yaml:"faults" json:"faults,omitempty"`
+}
+
+// SeamFaults are the ways a stub seam can misbehave on demand.
+type SeamFaults struct {
+	Meta `json:"-"`
+	// LeakConnections is how many of the first connections the route
+	// session opens are never closed, neither after a stateless transfer
+	// nor at shutdown, so a cleanup gate must catch them.
+	LeakConnections int `yaml:"leak_connections" json:"leak_connections"`
 }
 
 // Compression is applied to the real activation bytes.

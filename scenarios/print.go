@@ -1,33 +1,27 @@
 package scenarios
 
 import (
-	"strings"
-
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-dev/tollgate/internal/redact"
 )
-
-// Redacted replaces secret values wherever a scenario is shown.
-const Redacted = "[REDACTED]"
-
-// alwaysSecretHeaders are redacted whatever secret_headers says.
-var alwaysSecretHeaders = []string{"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"}
-
-// secretWords mark a var whose value is probably a secret.
-var secretWords = []string{"key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials", "auth"}
 
 // Printable returns the effective scenario (includes, profile, vars and
 // --set applied) as YAML, with the values of secret headers and of vars
-// whose names look secret replaced by [REDACTED].
+// whose names look secret replaced by [REDACTED], and so is every other
+// place those values were interpolated into and every URL password.
 func (sc *Scenario) Printable() []byte {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(sc.Effective, &doc); err != nil || len(doc.Content) == 0 {
 		return sc.Effective
 	}
 	root := doc.Content[0]
+	var secrets []string
 	if vars := mapValue(root, "vars"); vars != nil && vars.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(vars.Content); i += 2 {
-			if v := vars.Content[i+1]; looksSecret(vars.Content[i].Value) && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
-				redact(vars.Content[i+1])
+			if v := vars.Content[i+1]; redact.IsSecretName(vars.Content[i].Value) && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
+				secrets = append(secrets, v.Value)
+				redactNode(v)
 			}
 		}
 	}
@@ -38,21 +32,21 @@ func (sc *Scenario) Printable() []byte {
 			if headers == nil || headers.Kind != yaml.MappingNode {
 				continue
 			}
-			secret := append([]string{}, alwaysSecretHeaders...)
+			var extra []string
 			if sh := mapValue(t, "secret_headers"); sh != nil {
 				for _, n := range sh.Content {
-					secret = append(secret, n.Value)
+					extra = append(extra, n.Value)
 				}
 			}
 			for j := 0; j+1 < len(headers.Content); j += 2 {
-				for _, s := range secret {
-					if strings.EqualFold(headers.Content[j].Value, s) {
-						redact(headers.Content[j+1])
-					}
+				if redact.IsSecretHeader(headers.Content[j].Value, extra) {
+					secrets = append(secrets, headers.Content[j+1].Value)
+					redactNode(headers.Content[j+1])
 				}
 			}
 		}
 	}
+	scrub(root, redact.New(secrets...))
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		return sc.Effective
@@ -60,23 +54,22 @@ func (sc *Scenario) Printable() []byte {
 	return out
 }
 
-func redact(n *yaml.Node) {
-	n.Kind, n.Tag, n.Value, n.Style, n.Content = yaml.ScalarNode, "!!str", Redacted, 0, nil
+// scrub removes known secrets and URL passwords from every scalar, so a
+// secret var interpolated into a body field or a base_url with a password
+// is not printed either.
+func scrub(n *yaml.Node, r *redact.Redactor) {
+	if n.Kind == yaml.ScalarNode {
+		if v := r.String(n.Value); v != n.Value {
+			redactNode(n)
+			n.Value = v
+		}
+		return
+	}
+	for _, c := range n.Content {
+		scrub(c, r)
+	}
 }
 
-// looksSecret matches whole words of a var name (api_key, auth-token), so
-// min_decode_tokens_per_s stays visible.
-func looksSecret(name string) bool {
-	l := strings.ToLower(name)
-	if strings.HasSuffix(l, "_env") {
-		return false // the name of a variable, not its value
-	}
-	for _, part := range strings.FieldsFunc(l, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
-		for _, w := range secretWords {
-			if part == w {
-				return true
-			}
-		}
-	}
-	return false
+func redactNode(n *yaml.Node) {
+	n.Kind, n.Tag, n.Value, n.Style, n.Content = yaml.ScalarNode, "!!str", redact.Value, 0, nil
 }

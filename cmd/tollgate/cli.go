@@ -18,6 +18,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
+	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/annotations"
 	"github.com/tollgate-dev/tollgate/report/compare"
@@ -64,6 +65,9 @@ Run 'tollgate help run' for the flags of run.
 
 // Main is the whole CLI, minus os.Exit, so tests can call it in-process too.
 func Main(args []string, stdout, stderr io.Writer) int {
+	// Errors may quote a URL given on the command line or in a scenario;
+	// none prints its password.
+	stderr = redact.New().Writer(stderr)
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return ExitInvalid

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +22,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // bin is the tollgate binary built once for the exit-code tests: exit
 // statuses are asserted on the real process, not on a function's return.
-var bin string
+// It has the race detector when the tests do. perfBin never has it: the
+// examples whose gates measure speed run on it, since the detector slows a
+// run several times over and their gates would judge the detector.
+var bin, perfBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -28,13 +33,109 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	bin = filepath.Join(dir, "tollgate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		panic("building tollgate: " + err.Error() + "\n" + string(out))
+	bin, perfBin = filepath.Join(dir, "tollgate"), filepath.Join(dir, "tollgate-norace")
+	builds := [][]string{buildArgs(bin, raceEnabled)}
+	if raceEnabled {
+		builds = append(builds, buildArgs(perfBin, false))
+	} else {
+		perfBin = bin
+	}
+	errs := make([]error, len(builds))
+	var wg sync.WaitGroup
+	for i, args := range builds {
+		wg.Go(func() {
+			if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+				errs[i] = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		panic(err)
+	}
+	// Every exec'd run inherits the environment. A -cover binary warns on
+	// stderr without GOCOVERDIR; a -race one sleeps a second at exit (for
+	// other goroutines' reports) unless told not to, which over the dozens
+	// of runs here would double the package's time. A race still fails the
+	// run: its exit status becomes 66.
+	covDir := coverDir(dir)
+	for k, v := range map[string]string{
+		"GOCOVERDIR": covDir,
+		"GORACE":     strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0"),
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			panic(err)
+		}
 	}
 	code := m.Run()
+	if err := mergeExecCoverage(covDir); err != nil {
+		fmt.Fprintln(os.Stderr, "merging the coverage of exec'd runs:", err)
+		code = max(code, 1)
+	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildArgs builds the CLI always with coverage, so exec'd runs count
+// towards cmd's coverage, and with the race detector when asked (when this
+// test binary has it), so races in exec'd runs are caught.
+func buildArgs(out string, race bool) []string {
+	args := []string{"build", "-o", out, "-cover"}
+	if race {
+		args = append(args, "-race")
+	}
+	if mode := testing.CoverMode(); mode != "" {
+		args = append(args, "-covermode", mode) // counters must agree to merge
+	}
+	return append(args, ".")
+}
+
+// coverDir is where exec'd runs write their coverage counters:
+// TOLLGATE_TEST_COVERDIR when set, kept for go tool covdata (percent,
+// textfmt, merge), else a folder thrown away with the binaries. go test
+// cannot count them itself: it reads only the counters of the test binary's
+// own build (golang.org/issue/57924), hence mergeExecCoverage.
+func coverDir(tmp string) string {
+	d := os.Getenv("TOLLGATE_TEST_COVERDIR")
+	if d == "" {
+		d = filepath.Join(tmp, "cover")
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// mergeExecCoverage appends the exec'd runs' counters to -coverprofile,
+// when one is written, so the profile CI uploads counts what the CLI did in
+// its own process as well. A block listed twice is summed by go tool cover.
+func mergeExecCoverage(dir string) error {
+	f := flag.Lookup("test.coverprofile")
+	if f == nil || f.Value.String() == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return err
+	}
+	txt := filepath.Join(dir, "exec.txt")
+	if out, err := exec.Command("go", "tool", "covdata", "textfmt", "-i", dir, "-o", txt).CombinedOutput(); err != nil {
+		return fmt.Errorf("go tool covdata textfmt: %w\n%s", err, out)
+	}
+	data, err := os.ReadFile(txt)
+	if err != nil {
+		return err
+	}
+	_, blocks, _ := bytes.Cut(data, []byte("\n")) // the mode line is there already
+	prof, err := os.OpenFile(f.Value.String(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := prof.Write(blocks); err != nil {
+		_ = prof.Close()
+		return err
+	}
+	return prof.Close()
 }
 
 type result struct {
@@ -43,6 +144,11 @@ type result struct {
 }
 
 func tollgate(t *testing.T, args ...string) result {
+	t.Helper()
+	return runBin(t, bin, args...)
+}
+
+func runBin(t *testing.T, bin string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = "../.."
@@ -233,6 +339,9 @@ func TestSchemaCommand(t *testing.T) {
 }
 
 // Every example runs end to end and passes its own gates.
+// timed are the examples whose gates judge throughput or latency under load.
+var timed = map[string]bool{"load-sweep.yaml": true, "serving.yaml": true}
+
 func TestExamplesRun(t *testing.T) {
 	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -242,7 +351,11 @@ func TestExamplesRun(t *testing.T) {
 		rel := strings.TrimPrefix(f, "../../")
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "report.json")
-			r := tollgate(t, "run", rel, "--json-out", out)
+			b := bin
+			if timed[filepath.Base(f)] {
+				b = perfBin
+			}
+			r := runBin(t, b, "run", rel, "--json-out", out)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
@@ -452,16 +565,18 @@ func TestInterruptWritesPartialReport(t *testing.T) {
 // validate --print.
 func TestSecretNeverLeaks(t *testing.T) {
 	const key, tenant = "sk-tollgate-test-0123456789abcdef", "tenant-secret-9876"
+	const cookie, token = "cookie-secret-5150", "var-token-secret-2718"
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "s.yaml")
 	src := `vars:
   bad_model: nope
+  session_token: ` + token + `
 targets:
   s:
     kind: embedded
     model: ${vars.bad_model}
     api_key_env: TOLLGATE_TEST_KEY
-    headers: {X-Tenant: ` + tenant + `, Authorization: "Bearer ` + key + `"}
+    headers: {X-Tenant: ` + tenant + `, Authorization: "Bearer ` + key + `", Cookie: "sid=` + cookie + `"}
     secret_headers: [X-Tenant]
     sim: {decode_step: 1ms}
 phases:
@@ -500,7 +615,7 @@ gates:
 	b, _ := pr.CombinedOutput()
 	outputs["validate --print"] = string(b)
 	for name, text := range outputs {
-		for _, secret := range []string{key, tenant} {
+		for _, secret := range []string{key, tenant, cookie, token} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s leaks %q", name, secret)
 			}

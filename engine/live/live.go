@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -147,7 +148,7 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		_, _ = rand.Read(b[:])
 		salt = int64(binary.LittleEndian.Uint32(b[:]))
 	}
-	out.Target.BaseURL = baseURL
+	out.Target.BaseURL = redact.URL(baseURL)
 
 	apiKey := ""
 	if cfg.APIKeyEnv != "" {
@@ -162,11 +163,9 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		apiKey = v
 	}
 	var secrets []string
-	for _, h := range cfg.SecretHeaders {
-		for k, v := range cfg.Headers {
-			if strings.EqualFold(k, h) {
-				secrets = append(secrets, v)
-			}
+	for k, v := range cfg.Headers {
+		if redact.IsSecretHeader(k, cfg.SecretHeaders) {
+			secrets = append(secrets, v)
 		}
 	}
 	newClient, ok := Protocols[run.Target.Kind]

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/internal/redact"
 )
 
 // Defaults applied by New when a Config field is zero.
@@ -91,7 +92,7 @@ type Client struct {
 	cfg     Config
 	base    string
 	http    *http.Client
-	secrets []string
+	secrets *redact.Redactor
 	bufs    sync.Pool
 
 	mu           sync.Mutex
@@ -103,7 +104,7 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: base URL %q must be http(s)://host[:port]", cfg.BaseURL)
+		return nil, fmt.Errorf("openai: base URL %q must be http(s)://host[:port]", redact.URL(cfg.BaseURL))
 	}
 	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
 	u.RawQuery, u.Fragment = "", ""
@@ -156,22 +157,14 @@ func New(cfg Config) (*Client, error) {
 		http: &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
 	}
 	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
-	if cfg.APIKey != "" {
-		c.secrets = append(c.secrets, cfg.APIKey)
-	}
-	for _, v := range cfg.Secrets {
-		if v != "" {
-			c.secrets = append(c.secrets, v)
-		}
-	}
+	secrets := append([]string{cfg.APIKey}, cfg.Secrets...)
+	secrets = append(secrets, redact.URLSecrets(cfg.BaseURL)...)
 	for k, v := range cfg.Headers {
-		switch strings.ToLower(k) {
-		case "authorization", "proxy-authorization", "x-api-key", "api-key":
-			if v != "" {
-				c.secrets = append(c.secrets, v)
-			}
+		if redact.IsSecretHeader(k, nil) {
+			secrets = append(secrets, v)
 		}
 	}
+	c.secrets = redact.New(secrets...)
 	return c, nil
 }
 
@@ -220,14 +213,7 @@ func (c *Client) auxTimeout() time.Duration {
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // redact removes secret values from text that may reach a report or log.
-func (c *Client) redact(s string) string {
-	for _, sec := range c.secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, "[REDACTED]")
-		}
-	}
-	return s
-}
+func (c *Client) redact(s string) string { return c.secrets.String(s) }
 
 // newRequest builds a request with auth and configured headers.
 func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {

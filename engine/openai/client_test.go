@@ -433,6 +433,44 @@ func TestHTTPStatusErrorsNeverLeakTheKey(t *testing.T) {
 	}
 }
 
+// Secrets the client was not told about by value still never come back:
+// the always-secret headers (Cookie included) and the base URL's password.
+func TestEchoedHeadersAndURLPasswordNeverLeak(t *testing.T) {
+	const cookie, pass = "sid=cookie-secret-31", "url-pass-42"
+	for _, tc := range []struct {
+		name string
+		echo func(r *http.Request) string
+	}{
+		{name: "cookie echoed", echo: func(r *http.Request) string { return "bad session " + r.Header.Get("Cookie") }},
+		{name: "basic auth password echoed", echo: func(r *http.Request) string { _, pw, _ := r.BasicAuth(); return "bad password " + pw }},
+		{name: "URL echoed", echo: func(r *http.Request) string { return "see http://bench:" + pass + "@" + r.Host }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprint(w, tc.echo(r))
+			}))
+			defer srv.Close()
+			withPass := strings.Replace(srv.URL, "://", "://bench:"+pass+"@", 1)
+			c := newClient(t, withPass, func(c *Config) { c.APIKey, c.Headers = "", map[string]string{"Cookie": cookie} })
+			res, err := c.Stream(context.Background(), chatReq(0))
+			if res.Err == nil || res.Err.Class != ClassHTTPStatus {
+				t.Fatalf("got %+v", res.Err)
+			}
+			if !strings.Contains(res.Err.Message, "[REDACTED]") {
+				t.Errorf("the server's answer was not echoed: %q", res.Err.Message)
+			}
+			for _, s := range []string{err.Error(), res.Err.Message} {
+				for _, secret := range []string{cookie, pass} {
+					if strings.Contains(s, secret) {
+						t.Errorf("%q leaked in %s", secret, s)
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestCAFile(t *testing.T) {
 	srv := httptest.NewTLSServer(&paced{tokens: 2})
 	defer srv.Close()

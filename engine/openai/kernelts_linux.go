@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // tsConn reads with recvmsg and SO_TIMESTAMPNS, keeping the kernel's receive
@@ -18,8 +20,8 @@ import (
 // busy client that is milliseconds, the kernel's is not.
 type tsConn struct {
 	net.Conn
-	raw  syscall.RawConn
-	last atomic.Int64 // unix ns of the newest data returned by Read; 0 if none
+	raw  syscall.RawConn // net's interface to the socket; the calls go through unix
+	last atomic.Int64    // unix ns of the newest data returned by Read; 0 if none
 	oob  []byte
 }
 
@@ -41,11 +43,11 @@ func kernelTimestampDialer(dial func(ctx context.Context, network, addr string) 
 		}
 		var serr error
 		if err := raw.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 		}); err != nil || serr != nil {
 			return c, nil
 		}
-		return &tsConn{Conn: c, raw: raw, oob: make([]byte, syscall.CmsgSpace(int(unsafe.Sizeof(syscall.Timespec{}))))}, nil
+		return &tsConn{Conn: c, raw: raw, oob: make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))}, nil
 	}
 }
 
@@ -59,8 +61,8 @@ func (c *tsConn) Read(p []byte) (int, error) {
 	var n, oobn int
 	var rerr error
 	err := c.raw.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, c.oob, 0)
-		return rerr != syscall.EAGAIN
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), p, c.oob, 0)
+		return rerr != unix.EAGAIN
 	})
 	if err == nil {
 		err = rerr
@@ -81,24 +83,19 @@ func (c *tsConn) Read(p []byte) (int, error) {
 }
 
 // parseTimestampNS finds the SO_TIMESTAMPNS control message without
-// allocating (this runs once per read, on the client's hot path).
+// allocating (this runs once per read, on the client's hot path, so not
+// unix.ParseSocketControlMessage, which builds a slice).
 func parseTimestampNS(oob []byte) (int64, bool) {
-	const hdr = syscall.SizeofCmsghdr
-	for len(oob) >= hdr {
-		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
-		l := int(h.Len)
-		if l < hdr || l > len(oob) {
+	for len(oob) >= unix.CmsgLen(0) {
+		h, data, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
 			return 0, false
 		}
-		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SO_TIMESTAMPNS && l-hdr >= int(unsafe.Sizeof(syscall.Timespec{})) {
-			ts := (*syscall.Timespec)(unsafe.Pointer(&oob[hdr]))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SO_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&data[0]))
 			return ts.Nano(), true
 		}
-		next := syscall.CmsgSpace(l - hdr)
-		if next > len(oob) {
-			return 0, false
-		}
-		oob = oob[next:]
+		oob = rest
 	}
 	return 0, false
 }

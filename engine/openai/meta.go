@@ -63,7 +63,7 @@ func (c *Client) WaitReady(ctx context.Context, deadline time.Time) error {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("openai: %s not ready by %s; last failure: %s: %w",
-				c.base, deadline.Format(time.RFC3339), c.redact(last), ctx.Err())
+				c.redact(c.base), deadline.Format(time.RFC3339), c.redact(last), ctx.Err())
 		case <-t.C:
 		}
 		wait = min(wait*2, time.Second)

@@ -35,8 +35,13 @@ func msToNS(ms float64) int64 { return int64(math.Round(ms * 1e6)) }
 // session is one route session: its connections, its queue and its
 // telemetry, tracked for real so the cleanup snapshot reports actual state.
 type session struct {
-	cfg         *scenarios.SeamTarget
-	open        map[string]bool
+	cfg *scenarios.SeamTarget
+	// open holds the connections not yet closed: id → the ordinal of its
+	// opening. A cached session keeps each seam's connection id in conn.
+	open        map[string]int
+	conn        map[string]string
+	conns       int // connections opened so far, for ids
+	leak        int // the first leak connections are never closed (faults)
 	queue       []string
 	telemetry   map[string]int
 	activations int
@@ -47,7 +52,10 @@ type session struct {
 }
 
 func newSession(cfg *scenarios.SeamTarget) *session {
-	s := &session{cfg: cfg, open: map[string]bool{}, telemetry: map[string]int{}}
+	s := &session{cfg: cfg, open: map[string]int{}, conn: map[string]string{}, telemetry: map[string]int{}}
+	if cfg.Faults != nil {
+		s.leak = cfg.Faults.LeakConnections
+	}
 	if cfg.Compression.Level != nil {
 		s.level = *cfg.Compression.Level
 	}
@@ -84,11 +92,15 @@ func (s *session) send(seam, phaseKind string, tokenIndex int) (transfer, error)
 	costs := c.Costs
 	// Cached sessions own one connection per seam for the whole session;
 	// stateless transfers open (and then close) their own.
-	key := seam
 	cached := c.Cache == "cached"
-	opened := !cached || !s.open[key]
-	if opened {
-		s.open[key] = true
+	conn, opened := s.conn[seam], false
+	if !cached || conn == "" {
+		s.conns++
+		conn, opened = fmt.Sprintf("%s#%d", seam, s.conns), true
+		s.open[conn] = s.conns
+		if cached {
+			s.conn[seam] = conn
+		}
 	}
 	s.activations++
 	id := fmt.Sprintf("%s-activation-%d", c.SessionID, s.activations)
@@ -155,19 +167,27 @@ func (s *session) send(seam, phaseKind string, tokenIndex int) (transfer, error)
 	s.queue = s.queue[1:]
 	s.telemetry[seam]++
 	if !cached {
-		delete(s.open, key)
+		s.release(conn)
 	}
 	return transfer{sample: sample, latNS: total, queueNS: ns["queue"]}, nil
 }
 
-// close releases every connection and flushes telemetry, then reports what is left.
+// release closes a connection, unless it is one the faults leak.
+func (s *session) release(conn string) {
+	if s.open[conn] > s.leak {
+		delete(s.open, conn)
+	}
+}
+
+// close releases every connection and flushes telemetry, then reports what
+// is really left: the snapshot is read from the state after the release, so
+// a connection that did not close shows up in it.
 func (s *session) close() report.Cleanup {
-	for k := range s.open {
-		delete(s.open, k)
+	for conn := range s.open {
+		s.release(conn)
 	}
-	for k := range s.telemetry {
-		delete(s.telemetry, k) // flushed to the report, nothing retained
-	}
+	clear(s.conn)
+	clear(s.telemetry) // flushed to the report, nothing retained
 	s.closed = true
 	return report.Cleanup{
 		SessionClosed:       s.closed,

@@ -178,3 +178,38 @@ func TestCanceledContextStops(t *testing.T) {
 		t.Error("the session must be closed even when interrupted")
 	}
 }
+
+// The cleanup snapshot is read from the session's state after close, so a
+// connection that never closed is counted, in both cache modes.
+func TestCleanupCountsLeakedConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sets  []string
+		cache string
+		want  int
+	}{
+		{name: "cached, no fault", cache: "cached", want: 0},
+		{name: "stateless, no fault", cache: "stateless", want: 0},
+		{name: "cached leaks one", sets: []string{"targets.route.faults={leak_connections: 1}"}, cache: "cached", want: 1},
+		{name: "stateless leaks two", sets: []string{"targets.route.faults={leak_connections: 2}"}, cache: "stateless", want: 2},
+		// A cached session over one seam opens one connection: it cannot leak more.
+		{name: "cached leaks no more than it opened", sets: []string{"targets.route.faults={leak_connections: 5}"}, cache: "cached", want: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := load(t, tc.sets...)
+			for _, run := range sc.Runs {
+				if run.Target.Seam.Cache != tc.cache {
+					continue
+				}
+				r, err := Run(context.Background(), run, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := r.Cleanup
+				if !c.SessionClosed || c.OpenConnections != tc.want || c.QueuedActivations != 0 || c.TelemetryAggregates != 0 {
+					t.Errorf("%s: cleanup %+v, want closed with %d open connections", run.Name, *c, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -100,9 +100,6 @@ var faultKinds = [numFaultKinds]string{
 	FaultMissingDone, FaultWrongContentType,
 }
 
-// FaultKinds returns every valid Fault.Kind.
-func FaultKinds() []string { return append([]string(nil), faultKinds[:]...) }
-
 func parseFaultKind(s string) (faultKind, bool) {
 	for i, k := range faultKinds {
 		if k == s {

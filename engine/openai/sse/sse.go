@@ -63,7 +63,6 @@ type Parser struct {
 	ev Event
 
 	comments int
-	events   int
 }
 
 // NewParser returns a parser whose lines and event data are capped at
@@ -81,14 +80,11 @@ func (p *Parser) Reset() {
 	p.data = p.data[:0]
 	p.name = p.name[:0]
 	p.has, p.cr, p.begun, p.bomN = false, false, false, 0
-	p.comments, p.events = 0, 0
+	p.comments = 0
 }
 
 // Comments is the number of comment (keep-alive) lines seen.
 func (p *Parser) Comments() int { return p.comments }
-
-// Events is the number of events dispatched.
-func (p *Parser) Events() int { return p.events }
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
 
@@ -251,7 +247,6 @@ func (p *Parser) dispatch(at time.Duration, emit func(*Event) error) error {
 		return nil
 	}
 	p.ev = Event{Name: p.name, Data: p.data, At: at, Done: bytes.Equal(bytes.TrimSpace(p.data), doneMarker)}
-	p.events++
 	err := emit(&p.ev)
 	p.data = p.data[:0]
 	p.name = p.name[:0]

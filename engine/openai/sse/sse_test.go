@@ -267,8 +267,8 @@ func sampleEvent(i int) string {
 func BenchmarkParser(b *testing.B) {
 	chunk := []byte(sampleEvent(1))
 	p := NewParser(0)
-	n := 0
-	emit := func(ev *Event) error { n += len(ev.Data); return nil }
+	n, events := 0, 0
+	emit := func(ev *Event) error { n += len(ev.Data); events++; return nil }
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -277,7 +277,7 @@ func BenchmarkParser(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(p.Events())/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 }
 
 func BenchmarkParserBulk64KiB(b *testing.B) {
@@ -287,7 +287,8 @@ func BenchmarkParserBulk64KiB(b *testing.B) {
 	}
 	buf := []byte(sb.String())
 	p := NewParser(0)
-	emit := func(*Event) error { return nil }
+	events := 0
+	emit := func(*Event) error { events++; return nil }
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -295,5 +296,5 @@ func BenchmarkParserBulk64KiB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(p.Events())/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 }
