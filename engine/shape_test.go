@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -121,6 +122,12 @@ func keys(m map[string]bool) []string {
 // ignored are paths whose presence depends on the server's answers or the
 // wall clock, not on the scenario: a placeholder cannot know them.
 func ignored(p string) bool {
+	// .server: what a live server says about each request itself (llama.cpp
+	// timings) is in the shape of an openai target, but the simulator
+	// standing in for one here never sends it.
+	if serverSegment.MatchString(p) {
+		return true
+	}
 	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata."} {
 		if strings.Contains(p, s) {
 			return true
@@ -128,6 +135,8 @@ func ignored(p string) bool {
 	}
 	return false
 }
+
+var serverSegment = regexp.MustCompile(`\.server(\.|\[|$)`)
 
 func filter(m map[string]bool) map[string]bool {
 	out := map[string]bool{}

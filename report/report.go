@@ -186,6 +186,12 @@ type ServingMetrics struct {
 	CompletionTokens       Stat `json:"completion_tokens"`
 	CachedTokens           Stat `json:"cached_tokens"`
 	SSETokenEvents         Stat `json:"sse_token_events"`
+	// ConnectMS is TCP connect + TLS handshake per request (0 on a reused
+	// connection); RequestWriteMS is connection obtained → request written.
+	ConnectMS      Stat `json:"connect_ms"`
+	RequestWriteMS Stat `json:"request_write_ms"`
+	// Server is what the server reported per request, when it did.
+	Server *ServerReported `json:"server,omitempty"`
 	// TokenCountSource is usage, timings, sse_events, or mixed.
 	TokenCountSource string `json:"token_count_source,omitempty"`
 	// ArrivalClock is how arrival times were taken: kernel (SO_TIMESTAMPNS
@@ -254,6 +260,41 @@ type RequestSample struct {
 	DoneSeen          bool          `json:"done_seen"`
 	UsageSeen         bool          `json:"usage_seen"`
 	ArrivalClock      string        `json:"arrival_clock,omitempty"`
+	ConnectMS         *float64      `json:"connect_ms,omitempty"`
+	RequestWriteMS    *float64      `json:"request_write_ms,omitempty"`
+	// Server is what the server said about this request itself.
+	Server *ServerTimings `json:"server,omitempty"`
+}
+
+// Server timing sources.
+const ServerLlamaCppTimings = "llama.cpp timings"
+
+// ServerTimings are a server's own per-request figures (llama.cpp's
+// timings object: prompt evaluation and generation as the server timed them).
+type ServerTimings struct {
+	Source              string   `json:"source"`
+	PromptN             *int     `json:"prompt_n,omitempty"`
+	CacheN              *int     `json:"cache_n,omitempty"`
+	PredictedN          *int     `json:"predicted_n,omitempty"`
+	PromptMs            *float64 `json:"prompt_ms,omitempty"`
+	PromptPerSecond     *float64 `json:"prompt_per_second,omitempty"`
+	PredictedMs         *float64 `json:"predicted_ms,omitempty"`
+	PredictedPerTokenMs *float64 `json:"predicted_per_token_ms,omitempty"`
+	PredictedPerSecond  *float64 `json:"predicted_per_second,omitempty"`
+}
+
+// ServerReported aggregates what the server said about each request itself
+// (per-request figures such as llama.cpp's timings), beside and never mixed
+// with the client's measurements.
+type ServerReported struct {
+	Source              string `json:"source"`
+	Requests            int    `json:"requests"`
+	PromptMS            Stat   `json:"prompt_ms"`
+	PredictedMS         Stat   `json:"predicted_ms"`
+	PromptPerS          Stat   `json:"prompt_tokens_per_s"`
+	PredictedPerS       Stat   `json:"predicted_tokens_per_s"`
+	PredictedPerTokenMS Stat   `json:"predicted_per_token_ms"`
+	CacheN              Stat   `json:"cache_n"`
 }
 
 // SeamMetrics aggregates seam transfers (of a phase, or of one seam).

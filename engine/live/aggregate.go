@@ -18,13 +18,16 @@ type aggregator struct {
 	requests, ok                                int
 	ttfb, ttft, e2e, decode, tpot, itl, prefill *stats.Histogram
 	prompt, completion, cached, events          *stats.Histogram
-	sources                                     map[string]int
-	clocks                                      map[string]int
-	byClass                                     map[string]int
-	examples                                    []report.RequestError
-	errCount                                    int
-	retries                                     int
-	staleRetries                                int
+	connect, write                              *stats.Histogram
+	// server holds the server's own per-request figures, when it sent any.
+	server       *serverAgg
+	sources      map[string]int
+	clocks       map[string]int
+	byClass      map[string]int
+	examples     []report.RequestError
+	errCount     int
+	retries      int
+	staleRetries int
 }
 
 // errorClasses are every class a request can fail with; by_class lists all
@@ -34,7 +37,8 @@ var errorClasses = measure.ErrorClasses
 func newAggregator() *aggregator {
 	a := &aggregator{sources: map[string]int{}, clocks: map[string]int{}, byClass: map[string]int{},
 		ttfb: stats.New(), ttft: stats.New(), e2e: stats.New(), decode: stats.New(), tpot: stats.New(), itl: stats.New(),
-		prefill: stats.New(), prompt: stats.New(), completion: stats.New(), cached: stats.New(), events: stats.New()}
+		prefill: stats.New(), prompt: stats.New(), completion: stats.New(), cached: stats.New(), events: stats.New(),
+		connect: stats.New(), write: stats.New()}
 	for _, c := range errorClasses {
 		a.byClass[string(c)] = 0
 	}
@@ -85,6 +89,15 @@ func (a *aggregator) add(res measure.Result, name string) {
 	addInt(a.completion, m.CompletionTokens)
 	addInt(a.cached, m.CachedTokens)
 	_ = a.events.Add(float64(m.SSETokenEvents))
+	addPtr(a.connect, m.ConnectMs)
+	addPtr(a.write, m.RequestWriteMs)
+	if t := m.Server; t != nil {
+		if a.server == nil {
+			a.server = &serverAgg{source: t.Source, promptMS: stats.New(), predictedMS: stats.New(), promptPerS: stats.New(),
+				predictedPerS: stats.New(), perTokenMS: stats.New(), cacheN: stats.New()}
+		}
+		a.server.add(t)
+	}
 	if m.TokenCountSource != "" {
 		a.sources[m.TokenCountSource]++
 	}
@@ -116,6 +129,9 @@ func (a *aggregator) metrics() *report.ServingMetrics {
 	if a.requests > 0 {
 		m.Errors.Rate = report.F(float64(a.errCount) / float64(a.requests))
 	}
+	if a.server != nil {
+		m.Server = a.server.report()
+	}
 	m.TokenCountSource = single(a.sources)
 	m.ArrivalClock = single(a.clocks)
 	return m
@@ -130,7 +146,7 @@ func sampleOf(res measure.Result, phase, point string, index int, startMS float6
 		TPOTMS: m.TPOTMs, PrefillTokensPerS: m.PrefillTokensPerS, PromptTokens: m.PromptTokens,
 		CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens, TokenCountSource: m.TokenCountSource,
 		SSETokenEvents: m.SSETokenEvents, FinishReason: m.FinishReason, DoneSeen: m.DoneSeen, UsageSeen: m.UsageSeen,
-		ArrivalClock: res.ArrivalClock,
+		ArrivalClock: res.ArrivalClock, ConnectMS: m.ConnectMs, RequestWriteMS: m.RequestWriteMs, Server: m.Server,
 	}
 	if res.Err != nil {
 		s.Error = &report.RequestError{Class: string(res.Err.Class), Status: res.Err.Status, Message: res.Err.Message}
@@ -156,4 +172,28 @@ func single(tally map[string]int) string {
 		}
 	}
 	return "mixed"
+}
+
+// serverAgg folds a server's own per-request figures.
+type serverAgg struct {
+	source                                                               string
+	n                                                                    int
+	promptMS, predictedMS, promptPerS, predictedPerS, perTokenMS, cacheN *stats.Histogram
+}
+
+func (s *serverAgg) add(t *report.ServerTimings) {
+	s.n++
+	addPtr(s.promptMS, t.PromptMs)
+	addPtr(s.predictedMS, t.PredictedMs)
+	addPtr(s.promptPerS, t.PromptPerSecond)
+	addPtr(s.predictedPerS, t.PredictedPerSecond)
+	addPtr(s.perTokenMS, t.PredictedPerTokenMs)
+	addInt(s.cacheN, t.CacheN)
+}
+
+func (s *serverAgg) report() *report.ServerReported {
+	return &report.ServerReported{Source: s.source, Requests: s.n, PromptMS: report.StatFrom(s.promptMS),
+		PredictedMS: report.StatFrom(s.predictedMS), PromptPerS: report.StatFrom(s.promptPerS),
+		PredictedPerS: report.StatFrom(s.predictedPerS), PredictedPerTokenMS: report.StatFrom(s.perTokenMS),
+		CacheN: report.StatFrom(s.cacheN)}
 }

@@ -28,7 +28,7 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 	if cfg.ArrivalClock == "read" {
 		clock = measure.ArrivalRead
 	}
-	r := &runner{run: run, cfg: cfg, send: &shapeSender{clock: clock}, model: "shape", opts: Options{Samples: samples},
+	r := &runner{run: run, cfg: cfg, send: &shapeSender{clock: clock, serverTimings: !run.Target.Embedded()}, model: "shape", opts: Options{Samples: samples},
 		out: out, metrics: *cfg.Metrics, hard: context.Background()}
 	// Placeholders never fail, so neither does the fold.
 	_ = r.phases(context.Background())
@@ -37,8 +37,11 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 
 // shapeSender answers without a network.
 type shapeSender struct {
-	clock   string
-	scrapes int
+	clock string
+	// serverTimings: the target may report per-request timings (a live
+	// server; the embedded simulator never does).
+	serverTimings bool
+	scrapes       int
 }
 
 // placeholder is a successful result for req with every value the real
@@ -49,7 +52,7 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 	if req.MaxTokens == 1 {
 		completion = 1
 	}
-	m := measure.Metrics{TTFBMs: &f, E2EMs: 1, PromptTokens: &one, CompletionTokens: &completion, CachedTokens: &one,
+	m := measure.Metrics{TTFBMs: &f, E2EMs: 1, ConnectMs: &f, RequestWriteMs: &f, PromptTokens: &one, CompletionTokens: &completion, CachedTokens: &one,
 		TokenCountSource: measure.SourceUsage, UsageSeen: true, FinishReason: "length"}
 	res := measure.Result{HTTPStatus: 200}
 	if req.Stream {
@@ -58,6 +61,12 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 		if completion > 1 {
 			m.DecodeTokensPerS, m.TPOTMs, m.ITLMs = &f, &f, []float64{1}
 		}
+	}
+	if s.serverTimings {
+		// A live server may describe each request itself (llama.cpp's
+		// timings); only its answers tell, so gates may read them.
+		m.Server = &measure.ServerTimings{Source: measure.ServerLlamaCppTimings, PromptN: &one, CacheN: &one, PredictedN: &completion,
+			PromptMs: &f, PromptPerSecond: &f, PredictedMs: &f, PredictedPerTokenMs: &f, PredictedPerSecond: &f}
 	}
 	res.Metrics = m
 	return res

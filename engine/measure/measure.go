@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/report"
 )
 
 // Message is one chat message.
@@ -135,6 +137,12 @@ type Metrics struct {
 	// PrefillTokensPerS: (prompt_tokens − cached_tokens) / ttft.
 	PrefillTokensPerS *float64 `json:"prefill_tokens_per_s,omitempty"`
 
+	// ConnectMs is TCP connect + TLS handshake for this request; 0 on a
+	// reused connection.
+	ConnectMs *float64 `json:"connect_ms,omitempty"`
+	// RequestWriteMs is connection obtained → request fully written.
+	RequestWriteMs *float64 `json:"request_write_ms,omitempty"`
+
 	PromptTokens     *int `json:"prompt_tokens,omitempty"`
 	CompletionTokens *int `json:"completion_tokens,omitempty"`
 	CachedTokens     *int `json:"cached_tokens,omitempty"`
@@ -149,7 +157,18 @@ type Metrics struct {
 	DoneSeen           bool   `json:"done_seen"`
 	UsageSeen          bool   `json:"usage_seen"`
 	KeepAliveComments  int    `json:"keepalive_comments,omitempty"`
+
+	// Server is what the server said about this request itself, kept
+	// beside the client's figures and never mixed into them; nil when it
+	// said nothing.
+	Server *ServerTimings `json:"server,omitempty"`
 }
+
+// Server timing sources.
+const ServerLlamaCppTimings = report.ServerLlamaCppTimings
+
+// ServerTimings are a server's own per-request figures; the report's type.
+type ServerTimings = report.ServerTimings
 
 // CalibrateOptions tunes Calibrate.
 type CalibrateOptions struct {

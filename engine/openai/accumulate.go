@@ -54,6 +54,7 @@ type Accumulator struct {
 	promptN, predN int
 	cacheNSet      bool
 	cacheN         int
+	server         *ServerTimings
 }
 
 // NewAccumulator returns an empty accumulator.
@@ -131,6 +132,9 @@ func (a *Accumulator) Event(ev *sse.Event) error {
 		a.timings = true
 		a.promptN, a.predN = ci.promptN, ci.predictedN
 		a.cacheNSet, a.cacheN = ci.cacheNSet, ci.cacheN
+		if t := serverTimings(ci.timingsRaw); t != nil {
+			a.server = t
+		}
 	}
 	return nil
 }
@@ -165,6 +169,7 @@ func (a *Accumulator) Metrics(end time.Duration) Metrics {
 		ReasoningTextBytes: a.reasoningBytes,
 		DoneSeen:           a.done,
 		UsageSeen:          a.usage,
+		Server:             a.server,
 	}
 	if a.ttfbSet {
 		m.TTFBMs = ptr(durMs(a.ttfb))

@@ -204,7 +204,7 @@ func TestUsageShapesGiveIdenticalMetrics(t *testing.T) {
 				m.PromptTokens, m.CachedTokens, m.PrefillTokensPerS = ref.PromptTokens, ref.CachedTokens, ref.PrefillTokensPerS
 			}
 			// Provenance fields legitimately differ between shapes.
-			m.TokenCountSource, m.UsageSeen, m.SSEEvents = "", false, 0
+			m.TokenCountSource, m.UsageSeen, m.SSEEvents, m.Server = "", false, 0, nil
 			if i == 0 {
 				ref = m
 				want := func(name string, got *float64, v float64) {

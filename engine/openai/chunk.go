@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tollgate-dev/tollgate/engine/measure"
 	"strconv"
 	"unicode/utf8"
 )
@@ -25,6 +26,9 @@ type chunkInfo struct {
 	promptN, predictedN int
 	cacheNSet           bool
 	cacheN              int
+	// timingsRaw is the timings object as sent, decoded once per request
+	// (its float figures are not on the hot path).
+	timingsRaw []byte
 
 	// errRaw is the raw "error" member, or the whole chunk for the
 	// {"object":"error","message":...} form; decoded on the rare error path.
@@ -323,6 +327,12 @@ func (s *scanner) topLevel(ci *chunkInfo) bool {
 				return s.lit("null")
 			}
 			ci.timings = true
+			start := s.i
+			defer func() {
+				if s.i > start && s.i <= len(s.b) {
+					ci.timingsRaw = s.b[start:s.i]
+				}
+			}()
 			return s.object(func(k []byte) bool {
 				var ok bool
 				switch string(k) {
@@ -478,6 +488,16 @@ type timingsJSON struct {
 	CacheN     *int `json:"cache_n"`
 }
 
+// serverTimings decodes a llama.cpp timings object; nil when it is not one.
+func serverTimings(raw []byte) *ServerTimings {
+	var t ServerTimings
+	if len(raw) == 0 || json.Unmarshal(raw, &t) != nil {
+		return nil
+	}
+	t.Source = measure.ServerLlamaCppTimings
+	return &t
+}
+
 type slowChunk struct {
 	Choices []struct {
 		Delta *struct {
@@ -490,7 +510,7 @@ type slowChunk struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage   *usageJSON      `json:"usage"`
-	Timings *timingsJSON    `json:"timings"`
+	Timings json.RawMessage `json:"timings"`
 	Error   json.RawMessage `json:"error"`
 	Object  string          `json:"object"`
 }
@@ -535,8 +555,10 @@ func parseChunkSlow(data []byte, ci *chunkInfo) error {
 			ci.cached, ci.cachedSet = *d.CachedTokens, true
 		}
 	}
-	if t := c.Timings; t != nil {
+	var t timingsJSON
+	if len(c.Timings) > 0 && string(c.Timings) != "null" && json.Unmarshal(c.Timings, &t) == nil {
 		ci.timings = true
+		ci.timingsRaw = c.Timings
 		ci.promptN, ci.predictedN = deref(t.PromptN), deref(t.PredictedN)
 		if t.CacheN != nil {
 			ci.cacheN, ci.cacheNSet = *t.CacheN, true

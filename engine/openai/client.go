@@ -400,14 +400,42 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 	var conn atomic.Pointer[tsConn]
 	var gotConn, wrote atomic.Bool
 	var headerClock Result // where the first byte's time came from (discarded)
+	// Connection and write times, as offsets from start in ns; the trace
+	// fires again for a stale-connection retry, so the last attempt wins.
+	var dialStart, dialDone, tlsStart, tlsDone, gotConnAt, wroteAt atomic.Int64
+	since := func() int64 { return int64(time.Since(start)) }
 	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		ConnectStart:      func(string, string) { dialStart.Store(since()) },
+		ConnectDone:       func(string, string, error) { dialDone.Store(since()) },
+		TLSHandshakeStart: func() { tlsStart.Store(since()) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { tlsDone.Store(since()) },
 		GotConn: func(info httptrace.GotConnInfo) {
 			gotConn.Store(true)
 			conn.Store(tsConnOf(info.Conn))
+			if info.Reused {
+				dialStart.Store(0)
+				dialDone.Store(0)
+				tlsStart.Store(0)
+				tlsDone.Store(0)
+			}
+			gotConnAt.Store(since())
 		},
-		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			wrote.Store(true)
+			wroteAt.Store(since())
+		},
 		GotFirstResponseByte: func() { firstByte = arrival(conn.Load(), start, 0, &headerClock) },
 	}))
+	defer func() {
+		if !gotConn.Load() {
+			return
+		}
+		c := time.Duration(dialDone.Load()-dialStart.Load()) + time.Duration(tlsDone.Load()-tlsStart.Load())
+		res.ConnectMs = ptr(durMs(max(c, 0)))
+		if w := wroteAt.Load(); w > 0 {
+			res.RequestWriteMs = ptr(durMs(time.Duration(max(w-gotConnAt.Load(), 0))))
+		}
+	}()
 
 	var firstTimer *time.Timer
 	// A non-streamed answer has no first token: TotalTimeout bounds it.
@@ -583,7 +611,7 @@ type nonStreamBody struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage   *usageJSON      `json:"usage"`
-	Timings *timingsJSON    `json:"timings"`
+	Timings json.RawMessage `json:"timings"`
 	Error   json.RawMessage `json:"error"`
 }
 
@@ -631,6 +659,14 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 			res.FinishReason = *ch.FinishReason
 		}
 	}
+	var timings *timingsJSON
+	if len(b.Timings) > 0 && string(b.Timings) != "null" {
+		var t timingsJSON
+		if json.Unmarshal(b.Timings, &t) == nil {
+			timings = &t
+			res.Server = serverTimings(b.Timings)
+		}
+	}
 	switch {
 	case b.Usage != nil:
 		res.TokenCountSource = SourceUsage
@@ -640,12 +676,12 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 		if d := b.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
 			res.CachedTokens = ptr(*d.CachedTokens)
 		}
-	case b.Timings != nil:
+	case timings != nil:
 		res.TokenCountSource = SourceTimings
-		res.PromptTokens = ptr(deref(b.Timings.PromptN) + deref(b.Timings.CacheN))
-		res.CompletionTokens = ptr(deref(b.Timings.PredictedN))
-		if b.Timings.CacheN != nil {
-			res.CachedTokens = ptr(*b.Timings.CacheN)
+		res.PromptTokens = ptr(deref(timings.PromptN) + deref(timings.CacheN))
+		res.CompletionTokens = ptr(deref(timings.PredictedN))
+		if timings.CacheN != nil {
+			res.CachedTokens = ptr(*timings.CacheN)
 		}
 	}
 	tools := false

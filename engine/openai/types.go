@@ -14,6 +14,7 @@ type (
 	CalibrateOptions = measure.CalibrateOptions
 	Calibration      = measure.Calibration
 	MetadataEntry    = measure.MetadataEntry
+	ServerTimings    = measure.ServerTimings
 )
 
 // Endpoints, error classes, arrival clocks and token count sources.
