@@ -176,6 +176,9 @@ type CalibrateOptions struct {
 	Index         int    // prompt index passed to SyntheticPrompt
 	SharedPrefix  string // passed to SyntheticPrompt
 	MaxIterations int    // count requests allowed; 16 when 0
+	// InitialWords starts the search (e.g. from an earlier calibration's
+	// tokens per word); 0: three quarters of the target.
+	InitialWords int
 }
 
 // Calibration is the outcome of Calibrate.
@@ -186,6 +189,8 @@ type Calibration struct {
 	Target     int    `json:"target_tokens"`
 	Method     string `json:"method"`
 	Iterations int    `json:"iterations"`
+	// Note says what went wrong on the way (a method that ignored the text).
+	Note string `json:"note,omitempty"`
 }
 
 // MetadataEntry is what one metadata endpoint gave: JSON, else text, else a

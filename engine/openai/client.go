@@ -98,6 +98,9 @@ type Client struct {
 	mu           sync.Mutex
 	countMethod  string // the CountTokens method that last worked
 	tokenizeForm int    // the /tokenize body form that last worked
+	// unresponsive are counting methods whose count did not grow with the
+	// text (seen: a /tokenize form the server ignores); never tried again.
+	unresponsive map[string]string
 }
 
 // New validates cfg and builds a client with its own connection pool.

@@ -2,9 +2,11 @@ package openai
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -37,6 +39,12 @@ func (c *Client) CountTokens(ctx context.Context, model string, messages []Messa
 	c.mu.Unlock()
 	var errs []error
 	tried := map[string]bool{}
+	c.mu.Lock()
+	for m, why := range c.unresponsive {
+		tried[m] = true
+		errs = append(errs, fmt.Errorf("%s: %s", m, why))
+	}
+	c.mu.Unlock()
 	for _, m := range order {
 		if tried[m] {
 			continue
@@ -215,20 +223,18 @@ func SyntheticPrompt(seed int64, index int, words int, sharedPrefix string) stri
 	if sharedPrefix != "" && !strings.HasSuffix(sharedPrefix, " ") && !strings.HasSuffix(sharedPrefix, "\n") {
 		sb.WriteByte(' ')
 	}
-	if words >= 2 {
-		sb.WriteString("Ticket ")
-	}
-	sb.WriteString(strconv.FormatInt(seed, 10))
-	sb.WriteByte('.')
-	sb.WriteString(strconv.Itoa(index))
-	if words <= 2 {
+	// The tag unique to (seed, index) comes first, so two prompts share no
+	// token past sharedPrefix and the chat template: a fixed word before it
+	// ("Ticket") or the seed's digits would be a common prefix.
+	sb.WriteString(promptTag(seed, index))
+	if words <= 1 {
 		return sb.String()
 	}
 	sb.WriteByte(':')
 	vocab := strings.Fields(vocabularyText)
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(index)*0x9E3779B97F4A7C15+1))
 	sentence := 0 // words left in the current sentence
-	for w := 2; w < words; w++ {
+	for w := 1; w < words; w++ {
 		word := vocab[rng.IntN(len(vocab))]
 		sb.WriteByte(' ')
 		if sentence == 0 {
@@ -244,6 +250,17 @@ func SyntheticPrompt(seed int64, index int, words int, sharedPrefix string) stri
 		}
 	}
 	return sb.String()
+}
+
+// promptTag is a short base-36 word unique to (seed, index) whose first
+// characters already differ between indexes.
+func promptTag(seed int64, index int) string {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(seed))
+	binary.LittleEndian.PutUint64(b[8:], uint64(index))
+	_, _ = h.Write(b[:])
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // CalibrationTolerance is how far a calibrated prompt may land from the
@@ -269,14 +286,57 @@ func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, op
 	type point struct{ words, tokens int }
 	var best Calibration
 	bestGap := math.MaxInt
-	lo, hi := point{0, math.MinInt}, point{-1, 0} // hi.words < 0: no upper bracket yet
+	var lo, hi point
 	var prev *point
-	w := max(1, targetTokens*3/4)
+	var w, flat int
+	restart := func() {
+		lo, hi, prev, flat = point{0, math.MinInt}, point{-1, 0}, nil, 0 // hi.words < 0: no upper bracket yet
+		w = max(1, targetTokens*3/4)
+		if opt.InitialWords > 0 {
+			w = opt.InitialWords
+		}
+	}
+	restart()
+	// No tokenizer counts common English at under half a token a word: a
+	// count that needs more words than this is not counting the text, and
+	// growing the prompt further only burns memory and time.
+	maxWords := max(8, 2*targetTokens)
+	var notes []string
 	for it := 1; it <= maxIter; it++ {
 		prompt := SyntheticPrompt(seed, opt.Index, w, opt.SharedPrefix)
 		n, method, err := c.CountTokens(ctx, opt.Model, []Message{{Role: "user", Content: prompt}})
 		if err != nil {
+			best.Note = strings.Join(notes, "; ")
 			return best, fmt.Errorf("openai: calibrate to %d tokens: %w", targetTokens, err)
+		}
+		// A count that stays put while the text grows (twice) does not
+		// measure the text: drop the method and go on with the next one.
+		if prev != nil && w > prev.words && n <= prev.tokens {
+			flat++
+		} else {
+			flat = 0
+		}
+		if flat >= 2 || (w >= maxWords && n < targetTokens) {
+			from := w
+			if prev != nil {
+				from = prev.words
+			}
+			why := fmt.Sprintf("its count stayed at %d tokens for prompts of %d to %d words", n, from, w)
+			c.mu.Lock()
+			if c.unresponsive == nil {
+				c.unresponsive = map[string]string{}
+			}
+			c.unresponsive[method] = why
+			if c.countMethod == method {
+				c.countMethod = ""
+			}
+			c.mu.Unlock()
+			notes = append(notes, method+" ignored: "+why)
+			if best.Method == method {
+				best, bestGap = Calibration{}, math.MaxInt
+			}
+			restart()
+			continue
 		}
 		gap := abs(n - targetTokens)
 		if gap < bestGap {
@@ -284,6 +344,7 @@ func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, op
 			best = Calibration{Prompt: prompt, Words: w, Tokens: n, Target: targetTokens, Method: method}
 		}
 		best.Iterations = it
+		best.Note = strings.Join(notes, "; ")
 		if gap <= tol {
 			return best, nil
 		}
@@ -311,7 +372,7 @@ func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, op
 		} else if nw <= lo.words {
 			nw = lo.words + 1
 		}
-		nw = max(1, nw)
+		nw = min(max(1, nw), maxWords)
 		if nw == w {
 			break
 		}

@@ -146,6 +146,7 @@ func TestSyntheticPrompt(t *testing.T) {
 			seen[p] = key
 		}
 	}
+	tag := promptTag(9, 4)
 	tests := []struct {
 		name   string
 		words  int
@@ -153,10 +154,10 @@ func TestSyntheticPrompt(t *testing.T) {
 		want   string
 	}{
 		{"zero words", 0, "SYS", "SYS"},
-		{"one word is the tag", 1, "", "9.4"},
-		{"two words", 2, "", "Ticket 9.4"},
-		{"prefix gets a separator", 2, "You are helpful.", "You are helpful. Ticket 9.4"},
-		{"prefix ending in newline", 2, "ctx\n", "ctx\nTicket 9.4"},
+		{"one word is the tag", 1, "", tag},
+		{"two words", 2, "", tag + ": Life."},
+		{"prefix gets a separator", 2, "You are helpful.", "You are helpful. " + tag + ": Life."},
+		{"prefix ending in newline", 2, "ctx\n", "ctx\n" + tag + ": Life."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,7 +167,16 @@ func TestSyntheticPrompt(t *testing.T) {
 		})
 	}
 	p := SyntheticPrompt(9, 4, 30, "shared ")
-	if !strings.HasPrefix(p, "shared Ticket 9.4: ") || !strings.HasSuffix(p, ".") {
+	if !strings.HasPrefix(p, "shared "+tag+": ") || !strings.HasSuffix(p, ".") {
 		t.Fatalf("shape: %q", p)
+	}
+	// The unique tag leads: prompts of one seed differ from their first
+	// character on (no shared "Ticket" word or seed digits).
+	first := map[byte]int{}
+	for i := range 64 {
+		first[SyntheticPrompt(9, i, 10, "")[0]]++
+	}
+	if len(first) < 10 {
+		t.Errorf("64 prompts start with only %d distinct characters", len(first))
 	}
 }
