@@ -163,6 +163,15 @@ func FuzzSet(f *testing.F) {
 		"matrix=[1]",
 		"vars.x=${vars.x}",
 		"targets.route.transport=&a [*a]",
+		"targets.route.compression.level=9",
+		"targets.route.compression.levle=9",
+		"targets.route.headers.X=1",
+		"gates.1={name: two, expr: 'true'}",
+		"gates.1.name=x",
+		"targets.new.kind=seam",
+		"targets.route.route.3=x",
+		"targets..cache=x",
+		"profiles.ci.x=1",
 	} {
 		f.Add(s)
 	}

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -60,6 +59,13 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		return nil, e.err()
 	}
 	applyProfile(d, root, opts.Profile)
+	var sch *setSchema
+	if len(opts.Vars)+len(opts.Sets) > 0 {
+		var err error
+		if sch, err = loadSetSchema(); err != nil {
+			e.add(Pos{File: file}, "internal: %v", err)
+		}
+	}
 	for i, v := range opts.Vars {
 		name, value, ok := strings.Cut(v, "=")
 		if !ok || name == "" || strings.Contains(name, ".") {
@@ -70,10 +76,10 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 			e.add(Pos{Set: "--var " + v}, "the scenario has no vars to set; declare it in the file (vars: {%s: ...})", name)
 			continue
 		}
-		applySet(d, root, i, "vars."+name+"="+value)
+		applySet(d, sch, root, i, "vars."+name+"="+value)
 	}
 	for i, s := range opts.Sets {
-		applySet(d, root, len(opts.Vars)+i, s)
+		applySet(d, sch, root, len(opts.Vars)+i, s)
 	}
 
 	in := &interp{d: d, vars: map[string]*yaml.Node{}, env: env}
@@ -218,94 +224,6 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// applySet applies one --set PATH=VALUE. Every key on the path but the last
-// must exist; a new last key is added and then meets the same strict checks
-// as the file (so a misspelt field is still an error naming the flag).
-func applySet(d *decoder, root *yaml.Node, idx int, flag string) {
-	pos := Pos{Set: d.sets[idx]}
-	if !utf8.ValidString(flag) {
-		d.errs.add(pos, "not valid UTF-8")
-		return
-	}
-	path, value, ok := strings.Cut(flag, "=")
-	if !ok || path == "" {
-		d.errs.add(pos, "expected PATH=VALUE, e.g. --set targets.route.activation_bytes=8192")
-		return
-	}
-	var val yaml.Node
-	if err := yaml.Unmarshal([]byte(value), &val); err != nil {
-		d.errs.add(pos, "value is not valid YAML: %v", err)
-		return
-	}
-	newNode := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
-	if len(val.Content) > 0 {
-		newNode = val.Content[0]
-	}
-	markSet(newNode, idx)
-
-	segs := strings.Split(path, ".")
-	cur := root
-	for i, seg := range segs {
-		last := i == len(segs)-1
-		at := strings.Join(segs[:i], ".")
-		if at == "" {
-			at = "the scenario"
-		}
-		switch cur.Kind {
-		case yaml.MappingNode:
-			var next *yaml.Node
-			var keys []string
-			for j := 0; j+1 < len(cur.Content); j += 2 {
-				keys = append(keys, cur.Content[j].Value)
-				if cur.Content[j].Value == seg {
-					next = cur.Content[j+1]
-					if last {
-						cur.Content[j+1] = newNode
-						return
-					}
-				}
-			}
-			if next == nil {
-				if last && i == 1 && segs[0] == "vars" {
-					// A misspelt var would otherwise be set, never used, and
-					// the run would go on with the old value.
-					d.errs.add(pos, "the scenario has no var %q%s; vars are declared in the file (vars: {%s: ...})", seg, suggest(seg, keys), seg)
-					return
-				}
-				if last {
-					key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: -(idx + 1)}
-					cur.Content = append(cur.Content, key, newNode)
-					return
-				}
-				d.errs.add(pos, "unknown path: %s has no key %q%s", at, seg, suggest(seg, keys))
-				return
-			}
-			cur = resolveAlias(next)
-		case yaml.SequenceNode:
-			k, err := strconv.Atoi(seg)
-			if err != nil || k < 0 || k >= len(cur.Content) {
-				d.errs.add(pos, "unknown path: %s is a list of %d; %q is not an index in it", at, len(cur.Content), seg)
-				return
-			}
-			if last {
-				cur.Content[k] = newNode
-				return
-			}
-			cur = resolveAlias(cur.Content[k])
-		default:
-			d.errs.add(pos, "unknown path: %s is %s, not a mapping or list", at, describe(cur))
-			return
-		}
-	}
-}
-
-func markSet(n *yaml.Node, idx int) {
-	n.Line, n.Column = -(idx + 1), 0
-	for _, c := range n.Content {
-		markSet(c, idx)
-	}
 }
 
 func readMatrix(d *decoder, n *yaml.Node) []MatrixAxis {
