@@ -233,6 +233,8 @@ type CalibrationResult struct {
 	Method       string `json:"method"`
 	Iterations   int    `json:"iterations"`
 	Request      string `json:"request"`
+	// Note says what went wrong on the way (a method that ignored the text).
+	Note string `json:"note,omitempty"`
 }
 
 // RequestSample is one request to a live target.
@@ -262,6 +264,8 @@ type RequestSample struct {
 	ArrivalClock      string        `json:"arrival_clock,omitempty"`
 	ConnectMS         *float64      `json:"connect_ms,omitempty"`
 	RequestWriteMS    *float64      `json:"request_write_ms,omitempty"`
+	// TargetPromptTokens is the prompt size the request was built for.
+	TargetPromptTokens int `json:"target_prompt_tokens,omitempty"`
 	// Server is what the server said about this request itself.
 	Server *ServerTimings `json:"server,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/stats"
 )
@@ -28,6 +29,10 @@ type aggregator struct {
 	errCount     int
 	retries      int
 	staleRetries int
+	// prompt sizes against their targets (requests built to a size):
+	// checked, beyond CalibrationTolerance, and the range of prompt − target.
+	promptChecked, promptMisses int
+	promptDevMin, promptDevMax  int
 }
 
 // errorClasses are every class a request can fail with; by_class lists all
@@ -89,6 +94,19 @@ func (a *aggregator) add(res measure.Result, name string) {
 	addInt(a.completion, m.CompletionTokens)
 	addInt(a.cached, m.CachedTokens)
 	_ = a.events.Add(float64(m.SSETokenEvents))
+	if t := res.TargetPromptTokens; t > 0 && m.PromptTokens != nil {
+		d := *m.PromptTokens - t
+		if a.promptChecked == 0 || d < a.promptDevMin {
+			a.promptDevMin = d
+		}
+		if a.promptChecked == 0 || d > a.promptDevMax {
+			a.promptDevMax = d
+		}
+		a.promptChecked++
+		if d > openai.CalibrationTolerance(t) || -d > openai.CalibrationTolerance(t) {
+			a.promptMisses++
+		}
+	}
 	addPtr(a.connect, m.ConnectMs)
 	addPtr(a.write, m.RequestWriteMs)
 	if t := m.Server; t != nil {
@@ -132,6 +150,10 @@ func (a *aggregator) metrics() *report.ServingMetrics {
 	if a.server != nil {
 		m.Server = a.server.report()
 	}
+	if a.promptMisses > 0 {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("prompt size: %d of %d requests' prompts missed their target by more than max(4 tokens, 0.5 %%) by the server's count (prompt_tokens − target from %+d to %+d)",
+			a.promptMisses, a.promptChecked, a.promptDevMin, a.promptDevMax))
+	}
 	m.TokenCountSource = single(a.sources)
 	m.ArrivalClock = single(a.clocks)
 	return m
@@ -147,6 +169,7 @@ func sampleOf(res measure.Result, phase, point string, index int, startMS float6
 		CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens, TokenCountSource: m.TokenCountSource,
 		SSETokenEvents: m.SSETokenEvents, FinishReason: m.FinishReason, DoneSeen: m.DoneSeen, UsageSeen: m.UsageSeen,
 		ArrivalClock: res.ArrivalClock, ConnectMS: m.ConnectMs, RequestWriteMS: m.RequestWriteMs, Server: m.Server,
+		TargetPromptTokens: res.TargetPromptTokens,
 	}
 	if res.Err != nil {
 		s.Error = &report.RequestError{Class: string(res.Err.Class), Status: res.Err.Status, Message: res.Err.Message}

@@ -60,6 +60,15 @@ type fixedPlan struct {
 	next  int
 }
 
+// sized marks req as built to a prompt of target tokens, when the phase
+// calibrates its prompts (uncalibrated ones are sized by words only).
+func sized(req measure.Request, target int, p *scenarios.Phase) measure.Request {
+	if calibrated(p) {
+		req.TargetPromptTokens = target
+	}
+	return req
+}
+
 func (f *fixedPlan) add(point string, index int, req measure.Request) {
 	f.steps = append(f.steps, step{point: point, index: index, req: req})
 }

@@ -314,7 +314,7 @@ func (r *runner) synthetic(ctx context.Context, p *scenarios.Phase, ph *report.P
 		return "", fmt.Errorf("calibrating %s to %d tokens: %w", name, target, err)
 	}
 	ph.Calibration = append(ph.Calibration, report.CalibrationResult{
-		TargetTokens: target, Tokens: c.Tokens, Words: c.Words, Method: c.Method, Iterations: c.Iterations, Request: name,
+		TargetTokens: target, Tokens: c.Tokens, Words: c.Words, Method: c.Method, Iterations: c.Iterations, Request: name, Note: c.Note,
 	})
 	if err != nil {
 		r.warnings = append(r.warnings, fmt.Sprintf("%s: calibration stopped at %d tokens for a target of %d: %v", name, c.Tokens, target, err))

@@ -97,7 +97,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	default:
 		specs = []spec{{rate: p.Rate}}
 	}
-	prompts, err := r.loadPrompts(ctx, p, ph)
+	prompts, err := r.loadPrompts(ctx, p, ph, len(specs))
 	if err != nil {
 		return err
 	}
@@ -246,10 +246,13 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	return nil
 }
 
-// loadPrompts returns the request for global index i. Synthetic prompts are
-// sized with one calibration per phase (tokens per word at the mean size),
-// since calibrating each of thousands of requests would flood the server.
-func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report.Phase) (func(i int) measure.Request, error) {
+// loadPrompts returns the request for global index i. Synthetic prompts
+// start from one calibration at the mean size (tokens per word); when the
+// request count is known and counting is cheap (count_tokens, tokenize),
+// every prompt is then calibrated to its own size before the phase sends,
+// else prompts are sized by tokens per word. Either way each request's
+// prompt_tokens is held against its target afterwards (a warning when off).
+func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report.Phase, points int) (func(i int) measure.Request, error) {
 	seed := r.seed(p)
 	maxTokens := func(rng *rand.Rand) int { return p.MaxTokens }
 	if d := p.MaxTokensDist; d != nil {
@@ -272,16 +275,18 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 		}
 	}
 	tokensPerWord := 4.0 / 3
+	method := ""
 	if calibrated(p) {
 		c, err := r.send.calibrate(ctx, mean, seed, measure.CalibrateOptions{Model: r.model, Index: 9_000_000})
 		if err != nil && c.Words == 0 {
 			return nil, fmt.Errorf("calibrating prompts of %d tokens: %w", mean, err)
 		}
 		ph.Calibration = append(ph.Calibration, report.CalibrationResult{TargetTokens: mean, Tokens: c.Tokens, Words: c.Words,
-			Method: c.Method, Iterations: c.Iterations, Request: p.Name + " (tokens per word)"})
+			Method: c.Method, Iterations: c.Iterations, Request: p.Name + " (tokens per word)", Note: c.Note})
 		if c.Words > 0 && c.Tokens > 0 {
 			tokensPerWord = float64(c.Tokens) / float64(c.Words)
 		}
+		method = c.Method
 	}
 	words := func(tokens int) int { return max(1, int(math.Round(float64(tokens)/tokensPerWord))) }
 	var prefixes []string
@@ -290,7 +295,7 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 			prefixes = append(prefixes, openai.SyntheticPrompt(seed, 3_000_000+g, words(sp.PrefixTokens), ""))
 		}
 	}
-	return func(i int) measure.Request {
+	build := func(i int) (measure.Request, int, string) {
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 		tokens := mean
 		if len(p.PromptTokens) == 0 && p.PromptDist != nil {
@@ -299,10 +304,73 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 		prefix := ""
 		if len(prefixes) > 0 {
 			prefix = prefixes[i%len(prefixes)]
+		}
+		return r.request("", nil, maxTokens(rng)), tokens, prefix
+	}
+	text := func(i, tokens int, prefix string) string {
+		if prefix != "" {
 			tokens -= p.Shared.PrefixTokens
 		}
-		return r.request(openai.SyntheticPrompt(seed, i, words(tokens), prefix), nil, maxTokens(rng))
+		return openai.SyntheticPrompt(seed, i, words(tokens), prefix)
+	}
+	total := p.Requests.Count * points
+	if !calibrated(p) || total == 0 || total > maxCalibratedLoadPrompts || !cheapCount(method) {
+		// Sized by the phase's tokens per word; with calibration on, the
+		// server's own counts still judge every request afterwards.
+		return func(i int) measure.Request {
+			req, tokens, prefix := build(i)
+			return sized(r.withPrompt(req, text(i, tokens, prefix)), tokens, p)
+		}, nil
+	}
+	// Every request's own prompt is calibrated before any is sent (the
+	// counts are cheap here), starting from the tokens per word just
+	// learned, so each lands within max(4 tokens, 0.5 %) of its own target.
+	reqs := make([]measure.Request, total)
+	counts, misses := 0, 0
+	for i := range reqs {
+		req, tokens, prefix := build(i)
+		initial := words(tokens)
+		if prefix != "" {
+			initial = words(tokens - p.Shared.PrefixTokens)
+		}
+		c, err := r.send.calibrate(ctx, tokens, seed, measure.CalibrateOptions{Model: r.model, Index: i, SharedPrefix: prefix, InitialWords: initial, MaxIterations: 6})
+		counts += c.Iterations
+		prompt := c.Prompt
+		if err != nil || prompt == "" {
+			misses++
+			prompt = text(i, tokens, prefix)
+		}
+		reqs[i] = sized(r.withPrompt(req, prompt), tokens, p)
+	}
+	ph.Calibration = append(ph.Calibration, report.CalibrationResult{TargetTokens: mean, Tokens: mean, Method: method,
+		Iterations: counts, Request: fmt.Sprintf("%s (%d prompts, each calibrated)", p.Name, total)})
+	if misses > 0 {
+		r.warnings = append(r.warnings, fmt.Sprintf("%s: %d of %d prompts could not be calibrated to their size; they are sized by tokens per word", p.Name, misses, total))
+	}
+	return func(i int) measure.Request {
+		if i < len(reqs) {
+			return reqs[i]
+		}
+		req, tokens, prefix := build(i)
+		return sized(r.withPrompt(req, text(i, tokens, prefix)), tokens, p)
 	}, nil
+}
+
+// maxCalibratedLoadPrompts bounds the prompts a load phase calibrates one
+// by one before it starts; beyond it they are sized by tokens per word.
+const maxCalibratedLoadPrompts = 20_000
+
+// cheapCount reports whether a counting method costs no generation: a
+// probe is a completion per count, too dear to run per request.
+func cheapCount(method string) bool {
+	return method == openai.MethodCountTokens || method == openai.MethodTokenize || method == "shape"
+}
+
+// withPrompt puts text into req as the chat message or completions prompt.
+func (r *runner) withPrompt(req measure.Request, text string) measure.Request {
+	out := r.request(text, nil, req.MaxTokens)
+	out.ExtraBody = req.ExtraBody
+	return out
 }
 
 // draw samples a token count from a distribution, clamped to [min, max].

@@ -23,7 +23,7 @@ func (prefillKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *r
 			if err != nil {
 				return err
 			}
-			plan.add(point, i, r.request(prompt, nil, p.MaxTokens))
+			plan.add(point, i, sized(r.request(prompt, nil, p.MaxTokens), size, p))
 		}
 	}
 	f, err := r.sequential(ctx, p, plan)

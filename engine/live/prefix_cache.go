@@ -24,8 +24,9 @@ func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, p
 			return err
 		}
 		suffix := openai.SyntheticPrompt(r.seed(p), 2_000_000+i, max(1, p.SuffixTokens*3/4), "")
-		plan.add(report.VariantFresh, i, r.request(prompt, nil, p.MaxTokens))
-		plan.add(report.VariantIdentical, i, r.request(prompt, nil, p.MaxTokens))
+		plan.add(report.VariantFresh, i, sized(r.request(prompt, nil, p.MaxTokens), size, p))
+		plan.add(report.VariantIdentical, i, sized(r.request(prompt, nil, p.MaxTokens), size, p))
+		// The suffix is sized by words, not calibrated: only roughly suffix_tokens.
 		plan.add(report.VariantSmallSuffix, i, r.request(prompt+"\n\n"+suffix, nil, p.MaxTokens))
 	}
 	f, err := r.sequential(ctx, p, plan)

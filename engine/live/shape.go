@@ -54,7 +54,7 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 	}
 	m := measure.Metrics{TTFBMs: &f, E2EMs: 1, ConnectMs: &f, RequestWriteMs: &f, PromptTokens: &one, CompletionTokens: &completion, CachedTokens: &one,
 		TokenCountSource: measure.SourceUsage, UsageSeen: true, FinishReason: "length"}
-	res := measure.Result{HTTPStatus: 200}
+	res := measure.Result{HTTPStatus: 200, TargetPromptTokens: req.TargetPromptTokens}
 	if req.Stream {
 		res.ArrivalClock = s.clock
 		m.TTFTMs, m.PrefillTokensPerS, m.SSETokenEvents, m.DoneSeen = &f, &f, completion, true

@@ -35,7 +35,7 @@ func (r *runner) promptPlan(ctx context.Context, p *scenarios.Phase, ph *report.
 		if err != nil {
 			return nil, err
 		}
-		plan.add("", i, r.request(prompt, nil, p.MaxTokens))
+		plan.add("", i, sized(r.request(prompt, nil, p.MaxTokens), p.PromptTokens[0], p))
 	}
 	return plan, nil
 }

@@ -37,6 +37,9 @@ type Request struct {
 	Stream bool
 	// ExtraBody is merged after Config.ExtraBody, for per-request fields.
 	ExtraBody map[string]any
+	// TargetPromptTokens is the prompt size the request was built for (0:
+	// none), so the server's own count can be held against it.
+	TargetPromptTokens int
 }
 
 // ErrorClass classifies a failed request.
@@ -107,8 +110,10 @@ type Result struct {
 	BytesReceived int64 `json:"bytes_received"`
 	// StaleConnectionRetries counts sends repeated on a fresh connection
 	// because a reused one failed before any response byte (0 or 1).
-	StaleConnectionRetries int    `json:"stale_connection_retries,omitempty"`
-	Err                    *Error `json:"error,omitempty"`
+	StaleConnectionRetries int `json:"stale_connection_retries,omitempty"`
+	// TargetPromptTokens is the request's (see Request).
+	TargetPromptTokens int    `json:"-"`
+	Err                *Error `json:"error,omitempty"`
 }
 
 // Token count sources, reported as token_count_source.

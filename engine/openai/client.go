@@ -390,7 +390,10 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 	acc := NewAccumulator()
 	acc.Reset(req.MaxTokens)
 	var staleRetries atomic.Int32
-	defer func() { res.StaleConnectionRetries = int(staleRetries.Load()) }()
+	defer func() {
+		res.StaleConnectionRetries = int(staleRetries.Load())
+		res.TargetPromptTokens = req.TargetPromptTokens
+	}()
 	ctx = withStaleCounter(ctx, &staleRetries)
 	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -178,5 +179,56 @@ func TestSyntheticPrompt(t *testing.T) {
 	}
 	if len(first) < 10 {
 		t.Errorf("64 prompts start with only %d distinct characters", len(first))
+	}
+}
+
+// TestCalibrateDropsATokenizerThatIgnoresTheText: a /tokenize that answers 1
+// token whatever it is sent (seen on a real server) must not make the prompt
+// grow without bound; the method is dropped, the next one used, and the
+// calibration says so.
+func TestCalibrateDropsATokenizerThatIgnoresTheText(t *testing.T) {
+	var tokenizeCalls, maxBody atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		if n := int64(len(data)); n > maxBody.Load() {
+			maxBody.Store(n)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/tokenize":
+			tokenizeCalls.Add(1)
+			fmt.Fprint(w, `{"count":1}`)
+		case "/v1/chat/completions":
+			var body struct {
+				Messages []Message `json:"messages"`
+			}
+			_ = json.Unmarshal(data, &body)
+			fmt.Fprintf(w, `{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":%d,"completion_tokens":1}}`, wsCount(body.Messages))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, nil)
+	cal, err := c.Calibrate(t.Context(), 512, 1, CalibrateOptions{Model: "m"})
+	if err != nil {
+		t.Fatalf("calibrate: %v (%+v)", err, cal)
+	}
+	if cal.Method != MethodProbe || !strings.Contains(cal.Note, "tokenize ignored") {
+		t.Errorf("method %q note %q, want probe after dropping tokenize", cal.Method, cal.Note)
+	}
+	if d := cal.Tokens - 512; d > CalibrationTolerance(512) || -d > CalibrationTolerance(512) {
+		t.Errorf("calibrated to %d tokens", cal.Tokens)
+	}
+	if tokenizeCalls.Load() > 6 || maxBody.Load() > 64<<10 {
+		t.Errorf("%d tokenize calls, largest body %d bytes: the search did not stop", tokenizeCalls.Load(), maxBody.Load())
+	}
+	// The method stays dropped for the rest of the run.
+	before := tokenizeCalls.Load()
+	if _, err := c.Calibrate(t.Context(), 128, 2, CalibrateOptions{Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if tokenizeCalls.Load() != before {
+		t.Error("tokenize was tried again")
 	}
 }
