@@ -32,6 +32,8 @@ func TestStaleConnections(t *testing.T) {
 			policy: peertest.Policy{CloseAfterEach: true}, wantRetries: true},
 		{name: "closed after 3 requests, max=3 honoured",
 			policy: peertest.Policy{KeepAlive: peertest.Header(5, 3), MaxRequests: 3}},
+		{name: "Connection: close honoured",
+			policy: peertest.Policy{ConnectionClose: true, CloseAfterEach: true}},
 		{name: "closed after 3 requests, not advertised",
 			policy: peertest.Policy{MaxRequests: 3}, wantRetries: true},
 	}
@@ -76,7 +78,7 @@ func TestStaleConnections(t *testing.T) {
 					t.Error("no stale retries: the server's behaviour was not reproduced")
 				}
 				if !tt.wantRetries && retries != 0 {
-					t.Errorf("%d stale retries although the server said max=3", retries)
+					t.Errorf("%d stale retries although the server said when it would close", retries)
 				}
 			})
 		}

@@ -22,6 +22,9 @@ type Policy struct {
 	// KeepAlive is the Keep-Alive header sent with every response
 	// (e.g. "timeout=5, max=100"); empty sends none.
 	KeepAlive string
+	// ConnectionClose answers "Connection: close" (and the server closes the
+	// connection after the response, as HTTP says).
+	ConnectionClose bool
 	// CloseAfterEach closes a connection when the next request arrives on
 	// it, without answering: the client learns only by sending, as with
 	// llama-server.
@@ -63,6 +66,9 @@ func Start(h http.Handler, p Policy) *Server {
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.KeepAlive != "" {
 			w.Header().Set("Keep-Alive", p.KeepAlive)
+		}
+		if p.ConnectionClose {
+			w.Header().Set("Connection", "close")
 		}
 		h.ServeHTTP(w, r)
 		if c, ok := r.Context().Value(connKey{}).(*conn); ok {
