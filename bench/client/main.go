@@ -13,13 +13,20 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/sim"
 )
 
 func main() {
@@ -80,9 +87,10 @@ func numCPU() int {
 
 // server is `tollgate serve` in its own process.
 type server struct {
-	cmd *exec.Cmd
-	url string
-	pid int
+	cmd  *exec.Cmd
+	url  string
+	pid  int
+	once sync.Once
 }
 
 func (e *env) serve(args ...string) (*server, error) {
@@ -108,9 +116,12 @@ func (e *env) serve(args ...string) (*server, error) {
 	return &server{cmd: cmd, url: strings.Fields(line[i:])[0], pid: cmd.Process.Pid}, nil
 }
 
+// stop interrupts the server and waits for it; later calls do nothing.
 func (s *server) stop() {
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	_ = s.cmd.Wait()
+	s.once.Do(func() {
+		_ = s.cmd.Process.Signal(os.Interrupt)
+		_ = s.cmd.Wait()
+	})
 }
 
 // cpuSeconds reads a live process's user+system CPU from /proc.
@@ -245,89 +256,169 @@ func cpuPerEvent(e *env) error {
 	return nil
 }
 
+// ttftError pairs, request by request, the client's TTFT with the
+// server's own record of the same request (tollgate serve --request-log):
+// the figures are the client's error, not a difference of two percentiles.
+// Both arrival clocks run in the same open loop, alternating request by
+// request, so they see the same load.
 func ttftError(e *env) error {
-	// Both arrival clocks, back to back in one invocation, so the two are
-	// compared under the same conditions.
-	for _, clock := range []string{"kernel", "read"} {
-		if err := ttftErrorWith(e, clock); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func ttftErrorWith(e *env, clock string) error {
-	// ~256 streams in flight with arrivals spread in time: open loop at 62/s,
-	// 256 tokens each at 20 ms per step (about 4.2 s per stream). A closed
+	// ~256 streams in flight with arrivals spread in time: open loop at 49/s,
+	// 256 tokens each at 20 ms per step (about 5.2 s per stream). A closed
 	// loop of 256 would send in synchronised bursts of 256, which on two
 	// shared cores measures the scheduler more than either process.
-	const c, n, base = 256, 1500, 50 * time.Millisecond
+	const rate, n, tokens = 49, 1500, 256
+	const base = 50 * time.Millisecond
+	logPath := filepath.Join(e.dir, "requests.jsonl")
 	srv, err := e.serve("--max-running-seqs", "1024", "--ttft-base", base.String(), "--prefill-tokens-per-s", "1e12",
-		"--decode-step", "20ms", "--decode-step-per-seq", "1us")
+		"--decode-step", "20ms", "--decode-step-per-seq", "1us", "--request-log", logPath)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	scenario := strings.Replace(fmt.Sprintf(loadScenario, srv.url, fmt.Sprintf("rate: 62\n    arrival: constant\n    requests: %d", n), 64, 256),
-		"arrival_clock: kernel", "arrival_clock: "+clock, 1)
-	r, err := e.tollgate("ttft-"+clock, scenario)
+	clocks := []struct {
+		name      string
+		userspace bool
+	}{{"kernel", false}, {"read", true}}
+	clients := make([]*openai.Client, len(clocks))
+	for i, c := range clocks {
+		cl, err := openai.New(openai.Config{BaseURL: srv.url, MaxConns: 1024, UserspaceClock: c.userspace, TotalTimeout: 5 * time.Minute})
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		clients[i] = cl
+	}
+
+	type sample struct {
+		clock    int
+		ttft     float64   // client TTFT, ms
+		sentAt   time.Time // the client's GetConn hook: just after its own start
+		calledAt time.Time // just before Stream: a bound on how early its start can be
+		err      error
+	}
+	samples := make([]sample, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var inFlight, peak atomic.Int64
+	begin := time.Now()
+	for i := range n {
+		if err := sleepUntil(ctx, begin.Add(time.Duration(i)*time.Second/rate)); err != nil {
+			return err
+		}
+		wg.Go(func() {
+			sm := &samples[i]
+			sm.clock = i % len(clocks)
+			rctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+				GetConn: func(string) { sm.sentAt = time.Now() },
+			})
+			k := inFlight.Add(1)
+			for p := peak.Load(); k > p && !peak.CompareAndSwap(p, k); p = peak.Load() {
+			}
+			defer inFlight.Add(-1)
+			sm.calledAt = time.Now()
+			res, err := clients[sm.clock].Stream(rctx, openai.Request{
+				Messages:  []openai.Message{{Role: "user", Content: fmt.Sprintf("ttft pairing request %d", i)}},
+				MaxTokens: tokens, Stream: true,
+				ExtraBody: map[string]any{"request_id": fmt.Sprintf("bench-%d", i)},
+			})
+			switch {
+			case err != nil:
+				sm.err = err
+			case res.TTFTMs == nil:
+				sm.err = errors.New("no TTFT")
+			default:
+				sm.ttft = *res.TTFTMs
+			}
+		})
+	}
+	wg.Wait()
+	srv.stop() // flushes the request log
+	recs, err := readRequestLog(logPath)
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(r.samples)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	var errs []float64
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var s struct {
-			TTFT *float64 `json:"ttft_ms"`
+
+	// Per request, per clock: (a) client TTFT − server TTFT (arrival → first
+	// token send), which adds the request's trip to the server; (b) client
+	// arrival of the first token − the server's send of it, both wall clocks
+	// on this host: the arrival clock's own error plus loopback delivery.
+	ttftDiff := make([][]float64, len(clocks))
+	arrDiff := make([][]float64, len(clocks))
+	var lead []float64 // GetConn − call: bounds (b)'s overestimate
+	failed := 0
+	for i, sm := range samples {
+		r, ok := recs["chatcmpl-bench-"+strconv.Itoa(i)]
+		if sm.err != nil || !ok || r.FirstTokenSendUnixNs == 0 {
+			failed++
+			continue
 		}
-		if json.Unmarshal(sc.Bytes(), &s) == nil && s.TTFT != nil {
-			errs = append(errs, *s.TTFT-float64(base)/1e6)
-		}
+		serverTTFT := float64(r.FirstTokenSendUnixNs-r.ArrivalUnixNs) / 1e6
+		ttftDiff[sm.clock] = append(ttftDiff[sm.clock], sm.ttft-serverTTFT)
+		clientArrival := float64(sm.sentAt.UnixNano())/1e6 + sm.ttft
+		arrDiff[sm.clock] = append(arrDiff[sm.clock], clientArrival-float64(r.FirstTokenSendUnixNs)/1e6)
+		lead = append(lead, float64(sm.sentAt.Sub(sm.calledAt).Nanoseconds())/1e6)
 	}
-	sort.Float64s(errs)
-	q := func(p float64) float64 { return errs[max(0, int(math.Ceil(float64(len(errs))*p/100))-1)] }
-	server := fetchServerTTFT(srv.url)
-	fmt.Printf("== TTFT error at ~%d concurrent streams, arrival clock %s (achieved concurrency %.0f; client TTFT − injected %v), %d requests\n",
-		c, clock, num(point(r)["achieved_concurrency"]), base, len(errs))
-	fmt.Printf("   client − injected:  min %.3f ms  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  max %.3f ms\n", errs[0], q(50), q(90), q(99), errs[len(errs)-1])
-	if server != nil {
-		inj := float64(base) / 1e6
-		fmt.Printf("   server − injected (the simulator's own lateness, request arrival → first token flushed):\n")
-		fmt.Printf("                       min %.3f ms  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  max %.3f ms\n",
-			server["min"]-inj, server["p50"]-inj, server["p90"]-inj, server["p99"]-inj, server["max"]-inj)
-		fmt.Printf("   client − server, by quantile (the client's share):  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms\n",
-			q(50)+inj-server["p50"], q(90)+inj-server["p90"], q(99)+inj-server["p99"])
+	fmt.Printf("== TTFT error, paired per request by id: open loop %d/s, %d requests (%d failed or unpaired), peak %d streams in flight,\n",
+		rate, n, failed, peak.Load())
+	fmt.Printf("   the two arrival clocks alternating request by request (server: ttft-base %v, 20 ms steps)\n", base)
+	for c, clk := range clocks {
+		fmt.Printf("   clock %-6s client TTFT − server TTFT:          %s\n", clk.name, quantiles(ttftDiff[c]))
+		fmt.Printf("   clock %-6s first token: client arrival − send: %s\n", clk.name, quantiles(arrDiff[c]))
 	}
+	fmt.Printf("   (client start ≤ its GetConn hook; GetConn − call to Stream: %s)\n", quantiles(lead))
 	fmt.Printf("   reproduce: go run ./bench/client -only ttft\n")
+	if failed > n/100 {
+		return fmt.Errorf("%d of %d requests failed or were not in the request log", failed, n)
+	}
 	return nil
 }
 
-// fetchServerTTFT reads the simulator's server-side TTFT quantiles.
-func fetchServerTTFT(url string) map[string]float64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/stats", nil)
+// quantiles formats p50/p90/p99/max of xs in ms.
+func quantiles(xs []float64) string {
+	if len(xs) == 0 {
+		return "no samples"
+	}
+	xs = slices.Clone(xs)
+	sort.Float64s(xs)
+	q := func(p float64) float64 { return xs[max(0, int(math.Ceil(float64(len(xs))*p/100))-1)] }
+	return fmt.Sprintf("p50 %.3f  p90 %.3f  p99 %.3f  max %.3f ms  (n %d)", q(50), q(90), q(99), xs[len(xs)-1], len(xs))
+}
+
+// sleepUntil waits until t or ctx's end.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readRequestLog reads the simulator's request log, keyed by request id.
+func readRequestLog(path string) (map[string]sim.RequestRecord, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil
+	defer f.Close()
+	recs := map[string]sim.RequestRecord{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var r sim.RequestRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("request log %s: %w", path, err)
+		}
+		recs[r.ID] = r
 	}
-	defer resp.Body.Close()
-	var v struct {
-		TTFT map[string]float64 `json:"server_ttft_ms"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&v) != nil {
-		return nil
-	}
-	return v.TTFT
+	return recs, sc.Err()
 }
 
 func openLoopRate(e *env) error {

@@ -8,39 +8,65 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/engine/sim"
 )
 
-func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (string, sim.Config)) {
+// serveOptions are the serve flags that are not simulator config.
+type serveOptions struct {
+	addr       string
+	requestLog string
+}
+
+func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Config)) {
 	d := sim.DefaultConfig()
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8000", "listen on `HOST:PORT` (port 0 picks a free one)")
+	var o serveOptions
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8000", "listen on `HOST:PORT` (port 0 picks a free one)")
+	fs.StringVar(&o.requestLog, "request-log", "", "write one JSON line per generation request to `PATH` (arrival, id, tokens, first/last token send times in Unix ns)")
 	c := sim.Config{}
 	fs.StringVar(&c.Model, "model", d.Model, "the model id served")
-	fs.DurationVar(&c.TTFTBase, "ttft-base", d.TTFTBase, "fixed time to first token")
+	fs.DurationVar(&c.TTFTBase, "ttft-base", d.TTFTBase, "fixed time to first token (0: none)")
 	fs.Float64Var(&c.PrefillTokensPerS, "prefill-tokens-per-s", d.PrefillTokensPerS, "prefill throughput for uncached prompt tokens")
-	fs.DurationVar(&c.DecodeStep, "decode-step", d.DecodeStep, "time per decode step with one running sequence")
-	fs.DurationVar(&c.DecodeStepPerSeq, "decode-step-per-seq", d.DecodeStepPerSeq, "added to each decode step per extra running sequence")
+	fs.DurationVar(&c.DecodeStep, "decode-step", d.DecodeStep, "time per decode step with one running sequence (0: none)")
+	fs.DurationVar(&c.DecodeStepPerSeq, "decode-step-per-seq", d.DecodeStepPerSeq, "added to each decode step per extra running sequence (0: none)")
 	fs.IntVar(&c.MaxRunningSeqs, "max-running-seqs", d.MaxRunningSeqs, "running sequences before requests queue")
 	fs.IntVar(&c.CacheCapacityTokens, "cache-capacity-tokens", d.CacheCapacityTokens, "prefix cache capacity (LRU)")
 	fs.IntVar(&c.BlockTokens, "block-tokens", d.BlockTokens, "prefix cache block size")
 	fs.BoolVar(&c.DisablePrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
 	fs.Int64Var(&c.Seed, "seed", 0, "seed of the deterministic output text")
 	apiKeyEnv := fs.String("api-key-env", "", "require the API key held in this environment `VARIABLE`")
-	return fs, func() (string, sim.Config) {
+	return fs, func() (serveOptions, sim.Config) {
 		if *apiKeyEnv != "" {
 			c.APIKey = os.Getenv(*apiKeyEnv)
 		}
-		return *addr, c
+		// The simulator reads 0 as "default"; a 0 given here means none,
+		// which it spells as a nanosecond (as engine/embedded does).
+		for _, f := range []struct {
+			name string
+			d    *time.Duration
+		}{{"ttft-base", &c.TTFTBase}, {"decode-step", &c.DecodeStep}, {"decode-step-per-seq", &c.DecodeStepPerSeq}} {
+			if *f.d == 0 && fs.Changed(f.name) {
+				*f.d = time.Nanosecond
+			}
+		}
+		return o, c
 	}
 }
 
 // cmdServe runs the embedded simulator until SIGINT or SIGTERM.
 func cmdServe(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, args, stdout, stderr)
+}
+
+// serve runs the simulator until ctx ends.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, get := serveFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -53,21 +79,46 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate serve: unexpected arguments %v\n", fs.Args())
 		return ExitInvalid
 	}
-	addr, cfg := get()
+	o, cfg := get()
+	var logFile *os.File
+	if o.requestLog != "" {
+		f, err := os.OpenFile(o.requestLog, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "tollgate serve: --request-log: %v\n", err)
+			return ExitInvalid
+		}
+		logFile = f
+		cfg.RequestLog = f
+	}
+	code := serveUntil(ctx, o.addr, cfg, stdout, stderr)
+	if logFile != nil {
+		if err := logFile.Close(); err != nil {
+			fmt.Fprintf(stderr, "tollgate serve: --request-log: %v\n", err)
+			code = max(code, ExitNotJudged)
+		}
+	}
+	return code
+}
+
+func serveUntil(ctx context.Context, addr string, cfg sim.Config, stdout, stderr io.Writer) int {
 	srv, err := sim.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
 		return ExitInvalid
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	url, err := srv.Start(ctx, addr)
 	if err != nil {
+		_ = srv.Close()
 		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
 		return ExitNotJudged
 	}
 	eff := srv.Config()
 	fmt.Fprintf(stdout, "tollgate simulator serving %s at %s (Ctrl-C to stop)\n", eff.Model, url)
+	// The per-sequence term is easy to forget: say what a token costs at
+	// a few batch sizes, so "2 ms steps" is not mistaken for 2 ms per token.
+	step := func(n int) time.Duration { return eff.DecodeStep + time.Duration(n-1)*eff.DecodeStepPerSeq }
+	fmt.Fprintf(stdout, "decode: %v per step + %v per extra running sequence = %v per token at 32 streams, %v at 256\n",
+		eff.DecodeStep, eff.DecodeStepPerSeq, step(32), step(256))
 	<-ctx.Done()
 	if err := srv.Close(); err != nil {
 		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)

@@ -136,3 +136,115 @@ func BenchmarkEmitChunks(b *testing.B) {
 		buf = append(buf, close...)
 	}
 }
+
+// BenchmarkDecodeFidelity measures how closely streams see the configured
+// timing, all streams sent at once, by an in-process client that stamps
+// reads as they return:
+//
+//   - itl-ratio: mean over streams of (t_last_token − t_first_token) /
+//     (tokens − 1), over the configured step; below 1 means first tokens
+//     came late (the start-up burst), above 1 that steps stretched;
+//   - e2e-ratio: mean over streams of (t_last_token − t_send) over the
+//     model's (TTFTBase + (tokens − 1) × step): lateness at the end.
+//
+// The envelope is where both stay within 5 % of 1. Client and server share
+// the host's cores, so this is a pessimistic reading of the server alone.
+//
+//	go test ./engine/sim -run '^$' -bench DecodeFidelity -benchtime 3x
+func BenchmarkDecodeFidelity(b *testing.B) {
+	for _, step := range []time.Duration{time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond} {
+		for _, streams := range []int{32, 128, 256, 512, 1024} {
+			b.Run(fmt.Sprintf("step=%v/streams=%d", step, streams), func(b *testing.B) {
+				benchFidelity(b, step, streams, 300)
+			})
+		}
+	}
+}
+
+func benchFidelity(b *testing.B, step time.Duration, streams, tokens int) {
+	s, err := New(Config{TTFTBase: time.Microsecond, PrefillTokensPerS: 1e12, DecodeStep: step,
+		DecodeStepPerSeq: time.Nanosecond, MaxRunningSeqs: streams})
+	if err != nil {
+		b.Fatal(err)
+	}
+	url, err := s.Start(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}
+	client := &http.Client{Transport: tr}
+	defer func() {
+		tr.CloseIdleConnections()
+		if err := s.Close(); err != nil {
+			b.Errorf("Close: %v", err)
+		}
+	}()
+	want := s.sched.stepDuration(streams)
+	ideal := s.cfg.TTFTBase + time.Duration(tokens-1)*want
+	var sumRatio, sumE2E, worst float64
+	var rounds int
+	for b.Loop() {
+		ratios := make([]float64, streams)
+		e2e := make([]float64, streams)
+		var failed atomic.Int64
+		var wg sync.WaitGroup
+		for i := range streams {
+			wg.Go(func() {
+				body := fmt.Appendf(nil, `{"messages":[{"role":"user","content":"fidelity %d"}],"stream":true,"max_tokens":%d,"ignore_eos":true}`, i, tokens)
+				sent := time.Now()
+				first, last, err := tokenSpan(client, url+"/v1/chat/completions", body)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				ratios[i] = float64(last.Sub(first)) / float64(tokens-1) / float64(want)
+				e2e[i] = float64(last.Sub(sent)) / float64(ideal)
+			})
+		}
+		wg.Wait()
+		if f := failed.Load(); f > 0 {
+			b.Fatalf("%d streams failed", f)
+		}
+		for i, r := range ratios {
+			sumRatio += r
+			sumE2E += e2e[i]
+			worst = max(worst, r)
+		}
+		rounds++
+	}
+	b.ReportMetric(sumRatio/float64(rounds*streams), "itl-ratio")
+	b.ReportMetric(worst, "worst-stream-ratio")
+	b.ReportMetric(sumE2E/float64(rounds*streams), "e2e-ratio")
+}
+
+// tokenSpan streams one chat request and returns when the reads holding
+// its first and last content tokens returned.
+func tokenSpan(client *http.Client, url string, body []byte) (first, last time.Time, err error) {
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return first, last, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return first, last, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	buf := make([]byte, 32<<10)
+	marker := []byte(`"delta":{"content":"`)
+	for {
+		k, err := resp.Body.Read(buf)
+		now := time.Now()
+		// The role chunk carries `"content":""` after "role", not this marker.
+		if k > 0 && bytes.Contains(buf[:k], marker) {
+			if first.IsZero() {
+				first = now
+			}
+			last = now
+		}
+		if err == io.EOF {
+			return first, last, nil
+		}
+		if err != nil {
+			return first, last, err
+		}
+	}
+}

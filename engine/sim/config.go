@@ -16,6 +16,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -76,6 +77,12 @@ type Config struct {
 	// Faults make chosen generation requests fail or misbehave (HTTP
 	// errors, resets, stalls, broken streams); none by default. See Fault.
 	Faults []Fault
+
+	// RequestLog, when set, receives one JSON line (a RequestRecord) per
+	// admitted generation request as it ends, through a bounded buffer that
+	// only ever writes whole lines, at the latest a second after the
+	// previous write and on Close. The caller owns and closes it after Close.
+	RequestLog io.Writer
 }
 
 // DefaultConfig returns the defaults: small-model-on-one-GPU latencies that

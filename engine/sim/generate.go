@@ -33,6 +33,9 @@ type genRequest struct {
 	MinTokens           int  `json:"min_tokens"`
 	IgnoreEOS           bool `json:"ignore_eos"`
 	N                   *int `json:"n"`
+	// RequestID names the request (vLLM's field); the X-Request-Id header
+	// takes precedence. The response id is the endpoint's prefix + it.
+	RequestID string `json:"request_id"`
 }
 
 // generation is one admitted request on its way through the scheduler.
@@ -47,6 +50,62 @@ type generation struct {
 	finish       string // finish_reason once target is reached
 	text         textGen
 	arrived      time.Time
+	stream       bool
+
+	// For the request log: filled as the request goes.
+	slotWait  time.Duration
+	injected  time.Duration
+	firstSend time.Time // just before the write of the first token's chunk
+	lastSend  time.Time // just before the write of the last token's chunk
+	sent      int       // completion tokens written
+}
+
+// stampSend records a write of chunks carrying n more tokens, about to happen.
+func (g *generation) stampSend(n int) {
+	if n == 0 {
+		return
+	}
+	now := time.Now()
+	if g.sent == 0 {
+		g.firstSend = now
+	}
+	g.lastSend = now
+	g.sent += n
+}
+
+// record is g's request log line, with outcome as its end.
+func (g *generation) record(outcome string) *RequestRecord {
+	r := &RequestRecord{
+		ID: g.id, Endpoint: "chat", Stream: g.stream, ArrivalUnixNs: g.arrived.UnixNano(),
+		PromptTokens: g.promptTokens, CachedTokens: g.cachedTokens,
+		SlotWaitNs: int64(g.slotWait), InjectedTTFTNs: int64(g.injected),
+		Tokens: g.sent, Outcome: outcome,
+	}
+	if g.kind == kindCompletion {
+		r.Endpoint = "completions"
+	}
+	if g.sent > 0 {
+		r.FirstTokenSendUnixNs, r.LastTokenSendUnixNs = g.firstSend.UnixNano(), g.lastSend.UnixNano()
+	}
+	return r
+}
+
+// maxRequestIDBytes bounds a client-chosen request id.
+const maxRequestIDBytes = 128
+
+// validRequestID accepts ids that need no JSON or header escaping, since
+// the id is spliced verbatim into pre-encoded chunks.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !isWordByte(c) && c != '-' && c != '.' && c != ':' {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
@@ -56,6 +115,10 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			writeHTTPError(w, e)
 			return
 		}
+		outcome := "fault"
+		// Logged after the handler's last write, so the line never delays a token.
+		defer func() { s.reqLog.add(g.record(outcome)) }()
+		w.Header().Set("X-Request-Id", g.id)
 		f := s.faults.pick(s.requests.Add(1), req.Stream)
 		if f != nil {
 			// Faults that replace the whole response happen at once, before
@@ -85,9 +148,11 @@ func (s *Server) handleGenerate(kind apiKind) http.HandlerFunc {
 			return
 		}
 		if err != nil {
+			outcome = "aborted"
 			s.aborted.Add(1)
 			return
 		}
+		outcome = g.finish
 		if g.finish == "stop" {
 			s.succeededStop.Add(1)
 		} else {
@@ -102,6 +167,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind apiKind) (*g
 	var req genRequest
 	if e := decodeBody(w, r, &req); e != nil {
 		return nil, nil, e
+	}
+	if h := r.Header.Get("X-Request-Id"); h != "" {
+		req.RequestID = h
+	}
+	if req.RequestID != "" && !validRequestID(req.RequestID) {
+		return nil, nil, badRequest("request_id (or X-Request-Id) must be 1 to %d of [A-Za-z0-9_.:-]", maxRequestIDBytes)
 	}
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, nil, e
@@ -159,6 +230,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind apiKind) (*g
 		finish:       "length",
 		text:         newTextGen(s.out, s.cfg.Seed, promptHash),
 		arrived:      arrived,
+		stream:       req.Stream,
 	}
 	if !req.IgnoreEOS && !s.cfg.NoEOS {
 		if eos := eosAfter(s.cfg.Seed, promptHash, s.cfg.MeanEOSTokens, req.MinTokens); eos < target {
@@ -169,7 +241,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind apiKind) (*g
 	if kind == kindCompletion {
 		prefix = "cmpl-sim"
 	}
-	g.id = prefix + strconv.FormatUint(s.nextID.Add(1), 10)
+	if req.RequestID != "" {
+		g.id = prefix[:len(prefix)-len("sim")] + req.RequestID
+	} else {
+		g.id = prefix + strconv.FormatUint(s.nextID.Add(1), 10)
+	}
 	return g, &req, nil
 }
 
@@ -177,10 +253,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind apiKind) (*g
 // with each batch of new tokens (the first call carries the first token).
 // It returns early, freeing the slot, when ctx ends or the Server closes.
 func (s *Server) run(ctx context.Context, g *generation, streaming bool, emit func([]*outTok) error) error {
+	queued := time.Now()
 	if err := s.sched.acquire(ctx); err != nil {
 		return fmt.Errorf("wait for a slot: %w", err)
 	}
 	defer s.sched.release()
+	g.slotWait = time.Since(queued)
 
 	var hashes []uint64
 	if s.cache != nil {
@@ -194,7 +272,8 @@ func (s *Server) run(ctx context.Context, g *generation, streaming bool, emit fu
 	s.cacheQueryTokens.Add(int64(g.promptTokens))
 	s.cacheHitTokens.Add(int64(g.cachedTokens))
 
-	if err := s.sched.prefill(ctx, g.promptTokens-g.cachedTokens); err != nil {
+	var err error
+	if g.injected, err = s.sched.prefill(ctx, g.promptTokens-g.cachedTokens); err != nil {
 		return fmt.Errorf("prefill: %w", err)
 	}
 	if s.cache != nil {
@@ -292,6 +371,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generati
 	}
 	c := choice{FinishReason: g.finish}
 	object := "chat.completion"
+	g.stampSend(g.target) // the body is written whole, right after this
 	if g.kind == kindChat {
 		c.Message = &struct {
 			Role    string `json:"role"`
@@ -434,6 +514,14 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 		buf = buf[:0]
 		return err
 	}
+	unsent := 0 // tokens appended to buf since the last stamp
+	// flushToks writes buf, which holds unsent tokens, stamping the send
+	// for the request log just before the write.
+	flushToks := func() error {
+		g.stampSend(unsent)
+		unsent = 0
+		return flush()
+	}
 	appendTok := func(h []byte, text string) {
 		buf = append(buf, h...)
 		buf = append(buf, tokOpen...)
@@ -457,8 +545,10 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 			sent++
 			if sent != trigger {
 				appendTok(head, t.text)
+				unsent++
 				continue
 			}
+			unsent++
 			s.faults.count(fk)
 			switch fk {
 			case fkMissingDataPrefix:
@@ -473,27 +563,27 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 				buf = append(buf, head...)
 				buf = append(buf, `{"index":0,"delta":{"content": tollgate-sim injected malformed_json`+"\n\n"...)
 			case fkHugeLine:
-				if err := flush(); err != nil {
+				if err := flushToks(); err != nil {
 					return err
 				}
 				if err := s.writeHugeLine(ctx, w, rc, head, tokOpen, tokClose); err != nil {
 					return err
 				}
 			case fkStall:
-				if err := flush(); err != nil {
+				if err := flushToks(); err != nil {
 					return err
 				}
 				if err := sleepCtx(ctx, s.done, f.Stall); err != nil {
 					return fmt.Errorf("stall: %w", err)
 				}
 			case fkResetMidStream:
-				if err := flush(); err != nil {
+				if err := flushToks(); err != nil {
 					return err
 				}
 				return errFaultEnd
 			}
 		}
-		return flush()
+		return flushToks()
 	})
 	if errors.Is(err, errFaultEnd) && fk == fkResetMidStream {
 		abortConn(w)

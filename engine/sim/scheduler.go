@@ -8,6 +8,13 @@ import (
 	"time"
 )
 
+// maxLag is how far the decode loop may fall behind its absolute schedule
+// and still catch up by running late steps back to back. Lateness below it
+// never accumulates, so the delivered step time stays the configured one;
+// beyond it (a suspended or hopelessly overloaded host) the schedule
+// restarts from now rather than bursting seconds of tokens.
+const maxLag = time.Second
+
 // errClosed is returned to waiters when the Server closes under them.
 var errClosed = errors.New("sim: server closed")
 
@@ -85,9 +92,10 @@ func (s *scheduler) release() {
 }
 
 // prefill blocks for TTFTBase plus this request's turn on the shared
-// prefill resource for uncached tokens. The reservation is made up front,
-// like a GPU batch already scheduled: cancelling does not give it back.
-func (s *scheduler) prefill(ctx context.Context, uncached int) error {
+// prefill resource for uncached tokens, and returns that planned wait. The
+// reservation is made up front, like a GPU batch already scheduled:
+// cancelling does not give it back.
+func (s *scheduler) prefill(ctx context.Context, uncached int) (time.Duration, error) {
 	d := time.Duration(float64(uncached) / s.cfg.PrefillTokensPerS * float64(time.Second))
 	now := time.Now()
 	s.prefillMu.Lock()
@@ -98,7 +106,8 @@ func (s *scheduler) prefill(ctx context.Context, uncached int) error {
 	s.prefillFreeAt = start.Add(d)
 	end := s.prefillFreeAt
 	s.prefillMu.Unlock()
-	return sleepCtx(ctx, s.done, end.Sub(now)+s.cfg.TTFTBase)
+	wait := end.Sub(now) + s.cfg.TTFTBase
+	return wait, sleepCtx(ctx, s.done, wait)
 }
 
 // sleepCtx waits for d, the context, or done, whichever comes first.
@@ -208,8 +217,8 @@ func (s *scheduler) loop() {
 		d = s.stepDuration(active)
 		deadline = deadline.Add(d)
 		now := time.Now()
-		if behind := now.Sub(deadline); behind > d {
-			// Far behind (an overloaded host): do not burst to catch up.
+		if behind := now.Sub(deadline); behind > maxLag {
+			// Far behind (a suspended host): do not burst to catch up.
 			deadline = now
 		}
 		timer.Reset(deadline.Sub(now))

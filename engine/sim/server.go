@@ -23,6 +23,8 @@ type Server struct {
 	cache     *prefixCache // nil when the prefix cache is disabled
 	out       *outTable
 	faults    *faultPlan
+	reqLog    *requestLog // nil without Config.RequestLog
+	detok     detokTable
 	routes    map[string]map[string]http.HandlerFunc // path → method → handler
 	done      chan struct{}
 	startedAt time.Time
@@ -112,6 +114,7 @@ func New(cfg Config) (*Server, error) {
 		ttftExact: stats.New(),
 	}
 	s.faults = newFaultPlan(&s.cfg)
+	s.reqLog = newRequestLog(cfg.RequestLog)
 	s.sched = newScheduler(&s.cfg, s.done)
 	if !cfg.DisablePrefixCache {
 		s.cache = newPrefixCache(cfg.CacheCapacityTokens, cfg.BlockTokens)
@@ -124,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 		"/v1/completions":           {http.MethodPost: s.handleGenerate(kindCompletion)},
 		"/v1/messages/count_tokens": {http.MethodPost: s.handleCountTokens},
 		"/tokenize":                 {http.MethodPost: s.handleTokenize},
+		"/detokenize":               {http.MethodPost: s.handleDetokenize},
 		"/v1/cache/status":          {http.MethodGet: s.handleCacheStatus},
 		"/reset_prefix_cache":       {http.MethodPost: s.handleResetCache},
 		"/v1/stats":                 {http.MethodGet: s.handleStats},
@@ -238,8 +242,8 @@ func baseURL(a net.Addr) string {
 }
 
 // Close stops serving: it closes the listener and open connections, wakes
-// every waiting or running request, and returns once all of them have
-// returned. It is safe to call more than once.
+// every waiting or running request, returns once all of them have
+// returned, and flushes the request log. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -255,6 +259,9 @@ func (s *Server) Close() error {
 		}
 		s.sched.close()
 		s.handlers.Wait()
+		if err := s.reqLog.flush(); err != nil {
+			s.closeErr = errors.Join(s.closeErr, err)
+		}
 	})
 	return s.closeErr
 }

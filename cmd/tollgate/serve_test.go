@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/sim"
+)
+
+// startServeBin runs `tollgate serve` and returns its base URL.
+func startServeBin(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	rd := bufio.NewReader(stdout)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("serve printed %q", line)
+	}
+	go func() { _, _ = io.Copy(io.Discard, rd) }()
+	return cmd, strings.Fields(line[i:])[0]
+}
+
+// streamChat sends one streamed chat request named id and drains it.
+func streamChat(t *testing.T, url, id string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":4,"ignore_eos":true,"request_id":%q}`, id)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Request-Id") != "chatcmpl-"+id {
+		t.Fatalf("status %d, X-Request-Id %q", resp.StatusCode, resp.Header.Get("X-Request-Id"))
+	}
+}
+
+// TestServeRequestLog checks --request-log through the real binary: a
+// clean stop flushes every line; a killed server leaves only whole lines,
+// up to its last timed flush.
+func TestServeRequestLog(t *testing.T) {
+	tests := []struct {
+		name      string
+		sig       os.Signal
+		timedLast bool // wait past the flush interval before the last request
+		wantIDs   []string
+	}{
+		{"interrupted: flushed on close", os.Interrupt, false, []string{"a", "b", "c"}},
+		{"killed: whole lines, as of the last write", syscall.SIGKILL, true, []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "requests.jsonl")
+			cmd, url := startServeBin(t, "--request-log", path, "--decode-step", "1ms", "--ttft-base", "0")
+			for i, id := range tt.wantIDs {
+				if tt.timedLast && i == len(tt.wantIDs)-1 {
+					time.Sleep(1100 * time.Millisecond) // past the 1 s flush interval
+				}
+				streamChat(t, url, id)
+			}
+			if tt.sig == syscall.SIGKILL {
+				// The line is added after the response ends; give it a moment.
+				time.Sleep(200 * time.Millisecond)
+			}
+			if err := cmd.Process.Signal(tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if tt.sig == os.Interrupt && err != nil {
+				t.Fatalf("serve did not exit cleanly: %v", err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) == 0 || b[len(b)-1] != '\n' {
+				t.Fatalf("log is empty or ends mid-line: %q", b)
+			}
+			var got []string
+			for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+				var r sim.RequestRecord
+				if err := json.Unmarshal(line, &r); err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+				if r.Tokens != 4 || r.FirstTokenSendUnixNs < r.ArrivalUnixNs || r.LastTokenSendUnixNs < r.FirstTokenSendUnixNs {
+					t.Errorf("record %+v", r)
+				}
+				got = append(got, strings.TrimPrefix(r.ID, "chatcmpl-"))
+			}
+			if strings.Join(got, ",") != strings.Join(tt.wantIDs, ",") {
+				t.Errorf("logged ids %v, want %v", got, tt.wantIDs)
+			}
+		})
+	}
+}
+
+// A 0 given on the command line means none, not the default.
+func TestServeFlagZeroMeansNone(t *testing.T) {
+	fs, get := serveFlags(io.Discard)
+	if err := fs.Parse([]string{"--decode-step-per-seq", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	_, cfg := get()
+	if cfg.DecodeStepPerSeq != time.Nanosecond {
+		t.Errorf("DecodeStepPerSeq = %v, want 1ns (none)", cfg.DecodeStepPerSeq)
+	}
+	if cfg.DecodeStep != sim.DefaultConfig().DecodeStep {
+		t.Errorf("DecodeStep = %v, want the default", cfg.DecodeStep)
+	}
+}
