@@ -119,9 +119,11 @@ func keys(m map[string]bool) []string {
 }
 
 // ignored are paths whose presence depends on the server's answers or the
-// wall clock, not on the scenario: a placeholder cannot know them.
+// wall clock, not on the scenario: a placeholder cannot know them. Summaries
+// are in the shape, since a server may serve them, but the simulator serves
+// none.
 func ignored(p string) bool {
-	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata."} {
+	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata.", ".server_metrics.summaries."} {
 		if strings.Contains(p, s) {
 			return true
 		}
