@@ -140,7 +140,8 @@ type Phase struct {
 // phase, from a scrape before it and one after: what the server measured
 // itself, kept apart from the client's measurements. Keys are series,
 // name{label="value",...}; a labelled counter or histogram is also summed
-// over its label sets under its bare name.
+// over its label sets under its bare name, and a gauge with one label set is
+// also under its bare name.
 type ServerMetrics struct {
 	// Counters are after − before of the counters that changed.
 	Counters map[string]float64 `json:"counters,omitempty"`

@@ -14,16 +14,21 @@ import (
 // deltas, gauges before and after, histogram and summary deltas. A labelled
 // counter or histogram with no unlabelled series of its name is also summed
 // over its label sets under the bare name, so a gate can read
-// counters["vllm:prefix_cache_hits_total"] whatever the labels.
+// counters["vllm:prefix_cache_hits_total"] whatever the labels; so is a
+// gauge with one label set alone.
 func metricsDelta(before, after measure.Scrape) *report.ServerMetrics {
 	prev := make(map[[2]string]measure.Series, len(before.Series))
 	for _, s := range before.Series {
 		prev[[2]string{kind(s.Type), s.Key}] = s
 	}
 	bare := map[string]bool{}
+	gaugeSets := map[string]int{}
 	for _, s := range after.Series {
 		if !s.Labelled {
 			bare[kind(s.Type)+" "+s.Family] = true
+		}
+		if kind(s.Type) == measure.MetricGauge {
+			gaugeSets[s.Family]++
 		}
 	}
 	out := &report.ServerMetrics{Counters: map[string]float64{}, Gauges: map[string]report.Gauge{},
@@ -54,6 +59,10 @@ func metricsDelta(before, after measure.Scrape) *report.ServerMetrics {
 				g.Before, g.Max = &b.Value, max(a.Value, b.Value)
 			}
 			out.Gauges[a.Key] = g
+			if sum && gaugeSets[a.Family] == 1 {
+				// Gauges do not add up, but a lone label set is the gauge.
+				out.Gauges[a.Family] = g
+			}
 		case measure.MetricHistogram:
 			d, reset := histogramDelta(b, a)
 			if reset {

@@ -209,8 +209,8 @@ func (c *Client) ScrapeMetrics(ctx context.Context) (measure.Scrape, error) {
 	return s, nil
 }
 
-// Bounds on a bad exposition: each rejected line costs a re-parse, and a
-// report needs only enough warnings to say what went wrong.
+// Bounds on a bad exposition: each rejected line costs re-parsing its
+// family, and a report needs only enough warnings to say what went wrong.
 const (
 	maxBadLines = 32
 	maxWarnings = 20
@@ -218,38 +218,118 @@ const (
 
 // ParsePrometheus parses the Prometheus text exposition format with the
 // Prometheus project's own parser, accepting Prometheus 3's quoted UTF-8
-// names. That parser fails a whole input on one bad line, so a rejected
-// line is blanked and the text parsed again (at most maxBadLines times):
-// one bad line loses only itself, and becomes a warning.
+// names. That parser fails a whole input on one bad line, so when it does
+// the text is parsed again family by family, and in a family's block a
+// rejected line is blanked and the block parsed again (at most maxBadLines
+// times in all): one bad line loses only itself, and becomes a warning.
 func ParsePrometheus(text []byte) (measure.Scrape, error) {
-	buf := text
-	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+	if len(text) > 0 && text[len(text)-1] != '\n' {
 		// The parser calls a last line without its newline a premature end.
-		buf = append(bytes.Clone(buf), '\n')
+		text = append(bytes.Clone(text), '\n')
 	}
+	families, err := parseText(text)
 	var warnings []string
-	for bad := 0; ; bad++ {
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		families, err := p.TextToMetricFamilies(bytes.NewReader(buf))
-		if err == nil {
-			s := fromFamilies(families)
-			s.Warnings = boundWarnings(append(warnings, s.Warnings...))
-			return s, nil
+	if err != nil {
+		if families, warnings, err = parseByBlock(text); err != nil {
+			return measure.Scrape{}, err
 		}
-		var pe expfmt.ParseError
-		if !errors.As(err, &pe) {
-			return measure.Scrape{}, fmt.Errorf("parse metrics: %w", err)
-		}
-		if bad == maxBadLines {
-			return measure.Scrape{}, fmt.Errorf("parse metrics: more than %d bad lines, the last: %w", maxBadLines, err)
-		}
-		var line []byte
-		if buf, line = blankLine(buf, pe.Line); len(line) == 0 {
-			// Nothing left to drop: the error is not one line's.
-			return measure.Scrape{}, fmt.Errorf("parse metrics: %w", err)
-		}
-		warnings = append(warnings, fmt.Sprintf("/metrics line %d dropped: %s: %q", pe.Line, pe.Msg, snippet(line, 120)))
 	}
+	s := fromFamilies(families)
+	s.Warnings = boundWarnings(append(warnings, s.Warnings...))
+	return s, nil
+}
+
+func parseText(text []byte) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(bytes.NewReader(text))
+}
+
+// parseByBlock parses each block on its own, so a bad line costs re-parsing
+// its family, not the whole exposition.
+func parseByBlock(text []byte) (map[string]*dto.MetricFamily, []string, error) {
+	all := map[string]*dto.MetricFamily{}
+	var warnings []string
+	bad := 0
+	for _, b := range blocks(text) {
+		families, err := parseText(b.text)
+		for err != nil {
+			var pe expfmt.ParseError
+			if !errors.As(err, &pe) {
+				return nil, nil, fmt.Errorf("parse metrics: %w", err)
+			}
+			if bad == maxBadLines {
+				return nil, nil, fmt.Errorf("parse metrics: more than %d bad lines, the last: %w", maxBadLines, err)
+			}
+			var line []byte
+			if b.text, line = blankLine(b.text, pe.Line); len(line) == 0 {
+				// Nothing left to drop: the error is not one line's.
+				return nil, nil, fmt.Errorf("parse metrics: %w", err)
+			}
+			bad++
+			warnings = append(warnings, fmt.Sprintf("/metrics line %d dropped: %s: %q", b.line+pe.Line-1, pe.Msg, snippet(line, 120)))
+			families, err = parseText(b.text)
+		}
+		for name, mf := range families {
+			prev, ok := all[name]
+			switch {
+			case !ok:
+				all[name] = mf
+			case prev.GetType() == mf.GetType():
+				prev.Metric = append(prev.Metric, mf.Metric...)
+			default:
+				warnings = append(warnings, fmt.Sprintf("%s declared again as a %s: dropped", name, strings.ToLower(mf.GetType().String())))
+			}
+		}
+	}
+	return all, warnings, nil
+}
+
+// block is a run of lines of an exposition, from line number line (1-based).
+type block struct {
+	line int
+	text []byte
+}
+
+// blocks splits text, which ends with a newline, where a HELP or TYPE line
+// follows a sample: each block holds one family's HELP, TYPE and samples,
+// as servers write them.
+func blocks(text []byte) []block {
+	var out []block
+	start, startLine, sampled := 0, 1, false
+	for off, line := 0, 1; off < len(text); line++ {
+		end := bytes.IndexByte(text[off:], '\n')
+		if end < 0 {
+			end = len(text) - off
+		}
+		l := bytes.TrimLeft(text[off:off+end], " \t")
+		switch {
+		case descriptor(l):
+			if sampled {
+				out = append(out, block{startLine, text[start:off]})
+				start, startLine, sampled = off, line, false
+			}
+		case len(l) > 0 && l[0] != '#':
+			sampled = true
+		}
+		off += end + 1
+	}
+	return append(out, block{startLine, text[start:]})
+}
+
+// descriptor reports a HELP or TYPE line, spaced as loosely as the parser
+// accepts it.
+func descriptor(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte("#"))
+	if !ok {
+		return false
+	}
+	rest = bytes.TrimLeft(rest, " \t")
+	for _, kw := range []string{"HELP", "TYPE"} {
+		if r, ok := bytes.CutPrefix(rest, []byte(kw)); ok && len(r) > 0 && (r[0] == ' ' || r[0] == '\t') {
+			return true
+		}
+	}
+	return false
 }
 
 // blankLine returns text with its n-th line (1-based) emptied, keeping the

@@ -308,6 +308,18 @@ func TestParsePrometheusLoses(t *testing.T) {
 			warn: []string{`metric named "*" dropped`},
 		},
 		{
+			name: "bad lines in two families: each re-parsed alone, numbered in the whole text",
+			text: "# HELP a A.\n# TYPE a counter\na 1\na{x=\"1\"} oops\n# HELP b B.\n# TYPE b gauge\nb 2\n# TYPE c gauge\nc{ 3\nc{y=\"2\"} 4\n",
+			keys: map[string]float64{"a": 1, "b": 2, `c{y="2"}`: 4},
+			warn: []string{`line 4 dropped: expected float as value, got "oops"`, "line 9 dropped"},
+		},
+		{
+			name: "a family declared again with another type",
+			text: "# TYPE a counter\na 1\n# TYPE b gauge\nb 2\nbad{\n# TYPE a gauge\na{x=\"1\"} 3\n",
+			keys: map[string]float64{"a": 1, "b": 2},
+			warn: []string{"line 5 dropped", "a declared again as a gauge: dropped"},
+		},
+		{
 			name:   "more bad lines than the bound",
 			text:   strings.Repeat("bad line\n", maxBadLines+1),
 			errHas: "more than 32 bad lines",
@@ -344,6 +356,27 @@ func TestParsePrometheusLoses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParsePrometheusBadLineInAServer: one bad line in a vLLM exposition
+// loses that line alone, named by its line number.
+func TestParsePrometheusBadLineInAServer(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "metrics", "vllm.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(text), "\n")
+	bad := strings.Join(lines[:20], "") + "vllm:broken{model_name=\"m\" 1\n" + strings.Join(lines[20:], "")
+	s, err := ParsePrometheus([]byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Series) != 16 || len(s.Warnings) != 1 || !strings.HasPrefix(s.Warnings[0], "/metrics line 21 dropped: ") {
+		t.Errorf("%d series, warnings %q; want 16 and line 21 dropped", len(s.Series), s.Warnings)
+	}
+	if h, ok := find(s, `vllm:time_to_first_token_seconds{engine="0",model_name="Qwen/Qwen3-8B"}`); !ok || h.Count != 10 {
+		t.Errorf("TTFT histogram %+v", h)
 	}
 }
 
