@@ -120,15 +120,17 @@ func keys(m map[string]bool) []string {
 }
 
 // ignored are paths whose presence depends on the server's answers or the
-// wall clock, not on the scenario: a placeholder cannot know them.
+// wall clock, not on the scenario: a placeholder cannot know them. Summaries
+// are in the shape, since a server may serve them, but the simulator serves
+// none.
 func ignored(p string) bool {
 	// .server: what a live server says about each request itself (llama.cpp
 	// timings) is in the shape of an openai target, but the simulator
-	// standing in for one here never sends it.
+	// standing in for one here never sends it; nor does it serve summaries.
 	if serverSegment.MatchString(p) {
 		return true
 	}
-	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata."} {
+	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata.", ".server_metrics.summaries."} {
 		if strings.Contains(p, s) {
 			return true
 		}

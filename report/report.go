@@ -122,15 +122,71 @@ type Phase struct {
 	// Variants splits a prefix_cache phase: fresh, identical, small_suffix.
 	Variants    map[string]*Point   `json:"variants,omitempty"`
 	Calibration []CalibrationResult `json:"calibration,omitempty"`
-	// ServerMetricsDelta is after − before of every Prometheus series that changed.
+	// ServerMetricsDelta is ServerMetrics.Counters, under the name gates
+	// have always read (it held gauges too before server_metrics existed).
 	ServerMetricsDelta map[string]float64 `json:"server_metrics_delta,omitempty"`
-	ServerMetricsNote  string             `json:"server_metrics_note,omitempty"`
+	// ServerMetrics is the server's /metrics over the phase, by metric type.
+	ServerMetrics     *ServerMetrics `json:"server_metrics,omitempty"`
+	ServerMetricsNote string         `json:"server_metrics_note,omitempty"`
 
 	// Points are the load points of a load phase (one, or one per sweep value).
 	Points []*LoadPoint `json:"points,omitempty"`
 
 	// Samples is []SeamSample or []RequestSample, unless report.samples is false.
 	Samples any `json:"samples,omitempty"`
+}
+
+// ServerMetrics is what the server's Prometheus /metrics said about one
+// phase, from a scrape before it and one after: what the server measured
+// itself, kept apart from the client's measurements. Keys are series,
+// name{label="value",...}; a labelled counter or histogram is also summed
+// over its label sets under its bare name, and a gauge with one label set is
+// also under its bare name.
+type ServerMetrics struct {
+	// Counters are after − before of the counters that changed.
+	Counters map[string]float64 `json:"counters,omitempty"`
+	// Gauges (and untyped series) at the two scrapes: there is no sampling
+	// in between, so Max is the larger of the two, not the phase's peak.
+	Gauges map[string]Gauge `json:"gauges,omitempty"`
+	// Histograms are bucket deltas of the histograms that observed anything.
+	Histograms map[string]*HistogramDelta `json:"histograms,omitempty"`
+	// Summaries that observed anything: count and sum deltas, quantiles after.
+	Summaries map[string]*SummaryDelta `json:"summaries,omitempty"`
+	// Warnings name what the scrapes lost (rejected lines) and counter resets.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Gauge is a gauge's value at the scrapes around a phase.
+type Gauge struct {
+	// Before is absent for a series that appeared during the phase.
+	Before *float64 `json:"before,omitempty"`
+	After  float64  `json:"after"`
+	Max    float64  `json:"max"`
+}
+
+// HistogramDelta is what a histogram observed during a phase, in the
+// metric's own unit (its name says which: _seconds, _tokens).
+type HistogramDelta struct {
+	Count float64 `json:"count"`
+	Sum   float64 `json:"sum"`
+	Mean  float64 `json:"mean"`
+	// Quantiles interpolated linearly within buckets, as Prometheus'
+	// histogram_quantile does; absent with no finite bucket.
+	P50 *float64 `json:"p50,omitempty"`
+	P90 *float64 `json:"p90,omitempty"`
+	P99 *float64 `json:"p99,omitempty"`
+	// Buckets are cumulative count deltas by upper bound ("0.25", "+Inf").
+	Buckets map[string]float64 `json:"buckets"`
+}
+
+// SummaryDelta is what a summary observed during a phase.
+type SummaryDelta struct {
+	Count float64 `json:"count"`
+	Sum   float64 `json:"sum"`
+	Mean  float64 `json:"mean"`
+	// Quantiles are the server's own at the scrape after the phase, over its
+	// sliding window, which need not match the phase.
+	Quantiles map[string]float64 `json:"quantiles,omitempty"`
 }
 
 // LoadPoint is one closed-loop concurrency or open-loop rate of a load phase.

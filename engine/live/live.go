@@ -54,7 +54,7 @@ type sender interface {
 	calibrate(ctx context.Context, target int, seed int64, opt measure.CalibrateOptions) (measure.Calibration, error)
 	// execute runs one load point.
 	execute(ctx context.Context, plan load.Plan, job load.Job) load.Result
-	scrapeMetrics(ctx context.Context) (map[string]float64, error)
+	scrapeMetrics(ctx context.Context) (measure.Scrape, error)
 }
 
 // runner holds one run's sender and state.
@@ -90,7 +90,7 @@ func (s clientSender) execute(ctx context.Context, plan load.Plan, job load.Job)
 	return load.Execute(ctx, plan, job)
 }
 
-func (s clientSender) scrapeMetrics(ctx context.Context) (map[string]float64, error) {
+func (s clientSender) scrapeMetrics(ctx context.Context) (measure.Scrape, error) {
 	return s.c.ScrapeMetrics(ctx)
 }
 
@@ -250,7 +250,7 @@ func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, 
 	if !ok {
 		return ph, fmt.Errorf("a live target cannot run a %s phase", p.Kind)
 	}
-	var before map[string]float64
+	var before measure.Scrape
 	var scrapeErr error
 	if r.metrics {
 		before, scrapeErr = r.send.scrapeMetrics(ctx)
@@ -264,7 +264,10 @@ func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, 
 		case err2 != nil:
 			ph.ServerMetricsNote = "no /metrics after the phase: " + err2.Error()
 		default:
-			ph.ServerMetricsDelta = metricsDelta(before, after)
+			ph.ServerMetrics = metricsDelta(before, after)
+			if ph.ServerMetrics != nil {
+				ph.ServerMetricsDelta = ph.ServerMetrics.Counters
+			}
 		}
 	}
 	return ph, err
@@ -343,31 +346,6 @@ func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []measure.M
 		return f.Prompt, toMessages(f.Messages), true
 	}
 	return "", nil, false
-}
-
-// metricsDelta is after − before for every series that changed, plus, for a
-// labelled metric with no unlabelled series, the sum over its label sets
-// under the bare name, so a gate can read
-// server_metrics_delta["vllm:prefix_cache_hits_total"] whatever the labels.
-// Histogram buckets are not summed: a sum across le bounds means nothing.
-func metricsDelta(before, after map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	sums := map[string]float64{}
-	for k, v := range openai.Diff(before, after) {
-		if v == 0 {
-			continue
-		}
-		out[k] = v
-		if name, _, labelled := strings.Cut(k, "{"); labelled && !strings.HasSuffix(name, "_bucket") {
-			sums[name] += v
-		}
-	}
-	for name, v := range sums {
-		if _, exists := after[name]; !exists {
-			out[name] = v
-		}
-	}
-	return out
 }
 
 // poolSize sizes the keep-alive pool to the most requests any phase keeps in

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/load"
@@ -86,9 +87,18 @@ func (s *shapeSender) execute(ctx context.Context, _ load.Plan, job load.Job) lo
 	return load.Result{Sent: 2, Start: t0, LastSend: t1, End: t1, PeakInFlight: 1}
 }
 
-// scrapeMetrics gives one series that changes between the scrapes around a
-// phase: the delta's keys are the server's, unknown until it answers.
-func (s *shapeSender) scrapeMetrics(context.Context) (map[string]float64, error) {
+// scrapeMetrics gives one series of each type that changes between the
+// scrapes around a phase, all named "*": the keys are the server's, unknown
+// until it answers. A histogram's bounds are too, but for the +Inf bucket
+// every histogram has.
+func (s *shapeSender) scrapeMetrics(context.Context) (measure.Scrape, error) {
 	s.scrapes++
-	return map[string]float64{"*": float64(s.scrapes)}, nil
+	n := float64(s.scrapes)
+	return measure.Scrape{Series: []measure.Series{
+		{Key: "*", Family: "*", Type: measure.MetricCounter, Value: n},
+		{Key: "*", Family: "*", Type: measure.MetricGauge, Value: n},
+		{Key: "*", Family: "*", Type: measure.MetricHistogram, Count: n, Sum: n,
+			Buckets: []measure.Bucket{{LE: "*", UpperBound: 1, Count: n}, {LE: "+Inf", UpperBound: math.Inf(1), Count: n}}},
+		{Key: "*", Family: "*", Type: measure.MetricSummary, Count: n, Sum: n, Quantiles: []measure.Quantile{{Q: "*", Value: 1}}},
+	}}, nil
 }

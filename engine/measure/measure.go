@@ -222,6 +222,6 @@ type Client interface {
 	// Metadata reads the optional self-description endpoints; never fails.
 	Metadata(ctx context.Context) map[string]MetadataEntry
 	// ScrapeMetrics reads the server's Prometheus metrics.
-	ScrapeMetrics(ctx context.Context) (map[string]float64, error)
+	ScrapeMetrics(ctx context.Context) (Scrape, error)
 	Close()
 }
