@@ -172,6 +172,30 @@ func Validate(sc *scenarios.Scenario) error {
 	return nil
 }
 
+// CheckEnv reports every live target whose api_key_env names a variable that
+// is unset or empty in lookup, each at its position: a missing key is an
+// invalid invocation found before anything is sent (like ${env.X}), not a
+// run that fails after other targets were measured.
+func CheckEnv(sc *scenarios.Scenario, lookup func(string) (string, bool)) error {
+	var list scenarios.ErrorList
+	seen := map[string]bool{}
+	for _, run := range sc.Runs {
+		o := run.Target.OpenAI
+		if o == nil || o.APIKeyEnv == "" || seen[run.Target.Name] {
+			continue
+		}
+		seen[run.Target.Name] = true
+		if v, ok := lookup(o.APIKeyEnv); !ok || v == "" {
+			list = append(list, &scenarios.Error{Pos: o.At("api_key_env"),
+				Msg: fmt.Sprintf("targets.%s.api_key_env: environment variable %s is not set (or empty); nothing was sent", run.Target.Name, o.APIKeyEnv)})
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list
+}
+
 // Shape returns a report with the shape a real run of sc will have: every
 // run, phase and metric present, built by each driver from the same code
 // that fills a real report. Gates are checked against it when the scenario

@@ -195,6 +195,10 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return nil, false
 	}
+	if err := engine.CheckEnv(sc, os.LookupEnv); err != nil {
+		printLoadErrors(stderr, err)
+		return nil, false
+	}
 	if !compileGates {
 		return p, true
 	}

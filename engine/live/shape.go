@@ -66,8 +66,13 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 	if s.serverTimings {
 		// A live server may describe each request itself (llama.cpp's
 		// timings); only its answers tell, so gates may read them.
-		m.Server = &measure.ServerTimings{Source: measure.ServerLlamaCppTimings, PromptN: &one, CacheN: &one, PredictedN: &completion,
-			PromptMs: &f, PromptPerSecond: &f, PredictedMs: &f, PredictedPerTokenMs: &f, PredictedPerSecond: &f}
+		t := &measure.ServerTimings{Source: measure.ServerLlamaCppTimings, PromptN: &one, CacheN: &one, PredictedN: &completion,
+			PromptMs: &f, PromptPerSecond: &f, PredictedMs: &f}
+		if completion > 1 {
+			// As the client's: no generation rate over a single token.
+			t.PredictedPerTokenMs, t.PredictedPerSecond = &f, &f
+		}
+		m.Server = t
 	}
 	res.Metrics = m
 	return res

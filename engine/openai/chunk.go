@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/tollgate-dev/tollgate/engine/measure"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -495,6 +496,20 @@ func serverTimings(raw []byte) *ServerTimings {
 		return nil
 	}
 	t.Source = measure.ServerLlamaCppTimings
+	// A rate over one generated token (or none) is no rate: llama.cpp sends
+	// predicted_per_second 0 for a 1-token answer. Absent, never 0, as the
+	// client's own decode figures are; the same for a fully cached prompt.
+	if t.PredictedN == nil || *t.PredictedN < 2 {
+		t.PredictedPerSecond, t.PredictedPerTokenMs = nil, nil
+	}
+	if t.PromptN == nil || *t.PromptN < 1 {
+		t.PromptPerSecond = nil
+	}
+	for _, f := range []**float64{&t.PromptMs, &t.PromptPerSecond, &t.PredictedMs, &t.PredictedPerTokenMs, &t.PredictedPerSecond} {
+		if *f != nil && (**f < 0 || math.IsNaN(**f) || math.IsInf(**f, 0) || (**f == 0 && f != &t.PromptMs && f != &t.PredictedMs)) {
+			*f = nil
+		}
+	}
 	return &t
 }
 
