@@ -234,6 +234,11 @@ func checkOpenAI(e *errs, t *Target) {
 	}
 	// Defaults that keep a hung server from hanging the run; a long prefill
 	// on a slow server still fits in ten minutes.
+	if !o.Timeouts.Has("connect") || o.Timeouts.Connect.Duration == 0 {
+		// The client's own default, written out so the report's effective
+		// config says what was used (it said "0s", which reads as none).
+		o.Timeouts.Connect.Duration = 10 * time.Second
+	}
 	if !o.Timeouts.Has("first_token") {
 		o.Timeouts.FirstToken.Duration = 10 * time.Minute
 	}
