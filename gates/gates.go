@@ -421,6 +421,9 @@ func (st *strict) Visit(node *ast.Node) {
 				&ast.StringNode{Value: src},
 			},
 		})
+	case *ast.PredicateNode:
+		// Every iteration ticks the clock and is charged (see step).
+		n.Node = &ast.CallNode{Callee: &ast.IdentifierNode{Value: "__step"}, Arguments: []ast.Node{n.Node}}
 	case *ast.BinaryNode:
 		switch n.Operator {
 		case "+":
@@ -492,6 +495,10 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 	env["__get"] = func(obj, key any, optional bool, src string) (any, error) { return rec.get(obj, key, optional, src) }
 	env["__cmp"] = func(a, b any, op, src string) (bool, error) { return rec.cmp(a, b, op, src) }
 	env["__add"] = rec.add
+	env["__step"] = rec.step
+	for name, fn := range guarded(rec) {
+		env[name] = fn
+	}
 	env["repeat"] = rec.repeat
 	env["run"] = func(params map[string]any) (any, error) { return findRun(data, params) }
 	env["ratio"] = ratio

@@ -30,6 +30,8 @@ import (
 // where everything passed. Data escapes %, \r and \n; property values also
 // escape : and , — the workflow-command rules.
 func Write(w io.Writer, r *report.Report, scenarioFile string) error {
+	r = view.Sanitized(r) // the job log is a terminal too
+	scenarioFile = view.Clean(scenarioFile)
 	ew := view.NewErrWriter(w)
 	var fileProp []string
 	if scenarioFile != "" {

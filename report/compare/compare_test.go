@@ -428,3 +428,37 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s changed; if intended, run go test ./report/compare -update\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+// TestTableCleansNames: a scenario, run or phase named with control bytes
+// reaches the terminal escaped, not raw.
+func TestTableCleansNames(t *testing.T) {
+	hostile := func() *report.Report {
+		r := liveReport([]float64{1, 2}, []float64{3, 4}, false)
+		r.Scenario.Name = "s\x1b[31m\r\x00\xff"
+		run := r.Runs["server"]
+		run.Name = "srv\x1b]0;title\x07"
+		r.Runs = map[string]*report.Run{run.Name: run}
+		r.RunOrder = []string{run.Name}
+		run.Phases["de\x1bcode"] = run.Phases["decode"]
+		delete(run.Phases, "decode")
+		run.PhaseOrder = []string{"de\x1bcode"}
+		return r
+	}
+	res, err := Compare(hostile(), hostile(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Table(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, b := range []string{"\x1b", "\r", "\x00", "\x07", "\xff"} {
+		if strings.Contains(out, b) {
+			t.Errorf("raw %q in the table:\n%s", b, out)
+		}
+	}
+	if !strings.Contains(out, `s\x1b[31m`) {
+		t.Errorf("scenario name not shown escaped:\n%s", out)
+	}
+}

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/textsafe"
 )
 
 // Table writes a comparison side by side, a row per metric:
@@ -25,7 +27,11 @@ import (
 // under p50. Then the regressions, threshold breaches within noise, metrics
 // in one report only, and notes.
 func Table(w io.Writer, res *Result) error {
-	ew := &errWriter{w: w}
+	// Laid out whole, then cleaned whole (a rune is never split between
+	// writes): names and paths come from the reports, whose runs, phases
+	// and metrics a server can name.
+	var buf bytes.Buffer
+	ew := &errWriter{w: &buf}
 	fmt.Fprintf(ew, "compare %s: old %s → new %s\n", res.Old.Scenario.Name, when(res.Old), when(res.New))
 	regressed := map[*Metric]bool{}
 	for _, r := range res.Regressions {
@@ -73,6 +79,9 @@ func Table(w io.Writer, res *Result) error {
 	}
 	if ew.err != nil {
 		return fmt.Errorf("writing comparison: %w", ew.err)
+	}
+	if _, err := io.WriteString(w, textsafe.Clean(buf.String())); err != nil {
+		return fmt.Errorf("writing comparison: %w", err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/view"
 )
 
 // Header returns the fixed header Write writes. One table holds both kinds
@@ -51,6 +52,7 @@ const (
 // phase in phase order, under Header. A report kept without samples
 // (report.samples: false) gives the header alone.
 func Write(w io.Writer, r *report.Report) error {
+	r = view.Sanitized(r) // the writer quotes, but a control byte would still reach whoever cats the file
 	cw := stdcsv.NewWriter(w)
 	if err := cw.Write(Header()); err != nil {
 		return fmt.Errorf("writing CSV: %w", err)

@@ -35,6 +35,8 @@ func Write(w io.Writer, r *report.Report, baseline *report.Report) error {
 	if r == nil {
 		return errors.New("html: no report to render")
 	}
+	// html/template escapes markup; Sanitized makes control characters visible.
+	r, baseline = view.Sanitized(r), view.Sanitized(baseline)
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, build(r, baseline)); err != nil {
 		return fmt.Errorf("html: rendering %q: %w", r.Scenario.Name, err)

@@ -34,6 +34,7 @@ import (
 // Suite time is ended_at − started_at in seconds; the timestamp attribute is
 // omitted when started_at is zero.
 func Write(w io.Writer, r *report.Report) error {
+	r = view.Sanitized(r) // XML 1.0 forbids most control characters, even in CDATA
 	suite := junitSuite{
 		Name:      r.Scenario.Name,
 		Time:      seconds(r),

@@ -30,6 +30,7 @@ import (
 // them. Table cells escape | and backticks, turn < into &lt; (no HTML
 // reaches the page) and fold newlines to spaces.
 func Write(w io.Writer, r *report.Report) error {
+	r = view.Sanitized(r)
 	ew := view.NewErrWriter(w)
 	fmt.Fprintf(ew, "## tollgate: %s — %s\n\n", inline(r.Scenario.Name), statusWord(r))
 	info := view.Plural(len(r.Runs), "run") + ", " + view.Plural(len(r.Gates), "gate")

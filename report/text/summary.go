@@ -16,6 +16,7 @@ import (
 
 // Summary writes the human-readable summary of a report.
 func Summary(w io.Writer, r *report.Report) error {
+	r = view.Sanitized(r) // no raw control byte from the wire reaches a terminal
 	ew := view.NewErrWriter(w)
 	gates := view.Plural(len(r.Gates), "gate")
 	switch r.Status {
