@@ -132,7 +132,11 @@ func (a *Accumulator) Event(ev *sse.Event) error {
 		a.timings = true
 		a.promptN, a.predN = ci.promptN, ci.predictedN
 		a.cacheNSet, a.cacheN = ci.cacheNSet, ci.cacheN
-		if t := serverTimings(ci.timingsRaw); t != nil {
+		t, err := serverTimings(ci.timingsRaw)
+		if err != nil {
+			return err
+		}
+		if t != nil {
 			a.server = t
 		}
 	}
