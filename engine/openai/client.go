@@ -201,13 +201,14 @@ func safeLocation(resp *http.Response) string {
 	return u.String()
 }
 
-// AuxTimeout bounds metadata, metrics and token-count calls when no total
-// timeout is set: a server that never answers them must not hang a run.
+// AuxTimeout bounds metadata, metrics and token-count calls (a shorter total
+// timeout bounds them more): a server that never answers them must not hang
+// a run, and the default total (30m) is sized for generation, not for these.
 const AuxTimeout = 30 * time.Second
 
 func (c *Client) auxTimeout() time.Duration {
 	if c.cfg.TotalTimeout > 0 {
-		return c.cfg.TotalTimeout
+		return min(c.cfg.TotalTimeout, AuxTimeout)
 	}
 	return AuxTimeout
 }
