@@ -117,10 +117,8 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			}
 			label = fmt.Sprintf("rate %g/s", sp.rate)
 		}
-		maxRate := 0.0
-		if p.MaxErrorRate != nil {
-			maxRate = *p.MaxErrorRate
-		}
+		budget := newErrorBudget(p, p.Requests.Count)
+		var lastErr *measure.Error
 		pctx, cancel := context.WithCancel(ctx)
 		// Jobs run on the grace context, so an interrupt stops sending at
 		// once but lets requests in flight finish; the error budget stops both.
@@ -188,22 +186,25 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			if r.opts.SampleSink != nil {
 				r.opts.SampleSink(sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000))
 			}
-			planned := p.Requests.Count
-			if planned == 0 {
-				planned = st.agg.requests
-			}
-			if st.agg.errCount > int(math.Floor(maxRate*float64(planned))) && st.agg.errCount > 0 {
-				stopOnce.Do(func() {
-					stopErr = fmt.Errorf("%w: %s: %d of %d requests failed, over max_error_rate %g (last: %v)", ErrPhase, label, st.agg.errCount, st.agg.requests, maxRate, out.Err)
-					cancel()
-					cancelJobs()
-				})
+			if out.Err != nil {
+				lastErr = out.Err
+				if budget.spent(st.agg.errCount, st.agg.requests) {
+					stopOnce.Do(func() {
+						stopErr = budget.err(label, st.agg.errCount, st.agg.requests, out.Err)
+						cancel()
+						cancelJobs()
+					})
+				}
 			}
 		})
 		cancel()
 		cancelJobs()
 		tick()
 		next += res.Sent
+		// The jobs are done: what the early stop did not judge is judged now.
+		if stopErr == nil && ctx.Err() == nil && budget.over(st.agg.errCount, st.agg.requests) {
+			stopErr = budget.err(label, st.agg.errCount, st.agg.requests, lastErr)
+		}
 
 		lp.ServingMetrics = st.agg.metrics()
 		lp.QueueMS = report.StatFrom(st.queue)
