@@ -73,6 +73,25 @@ func goodRequest(m measure.Metrics, slo map[string]float64) bool {
 	return true
 }
 
+// fileSlack is the open files a run needs besides one socket per request in
+// flight: standard streams, the report, metrics and metadata connections.
+const fileSlack = 32
+
+// fileLimitWarning says when inFlight requests cannot all hold a connection
+// under the open-file limit: the ones over it fail to connect (EMFILE) and
+// the phase measures a lower concurrency than it asked for.
+func (r *runner) fileLimitWarning(inFlight int) string {
+	limit := r.opts.OpenFileLimit
+	if limit == nil {
+		limit = processFileLimit
+	}
+	lim := limit()
+	if inFlight <= 0 || lim == 0 || uint64(inFlight)+fileSlack <= lim {
+		return ""
+	}
+	return fmt.Sprintf("concurrency %d needs about %d open files but the limit is %d (ulimit -n): requests over it fail to connect; raise the limit", inFlight, inFlight+fileSlack, lim)
+}
+
 // loadKind runs a load phase: one point, or one per sweep value, closed
 // loop (concurrency) or open loop (rate); points holds one entry per value.
 type loadKind struct{}
@@ -96,6 +115,18 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		specs = []spec{{concurrency: p.Concurrency}}
 	default:
 		specs = []spec{{rate: p.Rate}}
+	}
+	need := p.MaxInFlight // an open loop's bound, 0 when none
+	for _, sp := range specs {
+		need = max(need, sp.concurrency)
+	}
+	if w := r.fileLimitWarning(need); w != "" {
+		// The phase's metrics, warnings included, are laid out last.
+		defer func() {
+			if ph.ServingMetrics != nil {
+				ph.Warnings = append(ph.Warnings, w)
+			}
+		}()
 	}
 	prompts, err := r.loadPrompts(ctx, p, ph, len(specs))
 	if err != nil {
