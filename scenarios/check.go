@@ -245,6 +245,10 @@ func checkOpenAI(e *errs, t *Target) {
 	if !o.Timeouts.Has("idle") {
 		o.Timeouts.Idle.Duration = 2 * time.Minute
 	}
+	// A finite total ends an endless stream that keeps the idle clock fed.
+	if !o.Timeouts.Has("total") {
+		o.Timeouts.Total.Duration = 30 * time.Minute
+	}
 	if o.Sim == nil {
 		o.Sim = &SimConfig{}
 	}

@@ -105,17 +105,17 @@ func (f *folded) point(name string) *report.Point {
 // stops at an interrupt or when the phase's error budget is certainly spent;
 // the error says why, and the fold holds what was measured.
 func (r *runner) sequential(ctx context.Context, p *scenarios.Phase, plan Plan) (*folded, error) {
-	maxRate := 0.0
-	if p.MaxErrorRate != nil {
-		maxRate = *p.MaxErrorRate
-	}
-	allowed := int(math.Floor(maxRate * float64(plan.Len())))
+	budget := newErrorBudget(p, plan.Len())
 	f := &folded{all: newAggregator(), points: map[string]*aggregator{}}
 	phaseStart := time.Now()
 	var prev *outcome
+	var lastErr *measure.Error
 	for {
 		s, ok := plan.Next(prev)
 		if !ok {
+			if budget.over(f.all.errCount, f.all.requests) {
+				return f, budget.err("", f.all.errCount, f.all.requests, lastErr)
+			}
 			return f, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -148,8 +148,11 @@ func (r *runner) sequential(ctx context.Context, p *scenarios.Phase, plan Plan) 
 				r.opts.SampleSink(smp)
 			}
 		}
-		if f.all.errCount > allowed {
-			return f, fmt.Errorf("%w: %d of %d requests failed, over max_error_rate %g (last: %s)", ErrPhase, f.all.errCount, f.all.requests, maxRate, res.Err.Error())
+		if res.Err != nil {
+			lastErr = res.Err
+			if budget.spent(f.all.errCount, f.all.requests) {
+				return f, budget.err("", f.all.errCount, f.all.requests, res.Err)
+			}
 		}
 		prev = &outcome{step: s, res: res}
 	}
@@ -163,4 +166,57 @@ func (r *runner) measured(f *folded, ph *report.Phase) {
 	if r.opts.Samples && f.samples != nil {
 		ph.Samples = f.samples
 	}
+}
+
+// minJudged is how many requests a phase of unknown length sends before its
+// error rate may stop it early: fewer say too little about the rate.
+const minJudged = 50
+
+// errorBudget judges a phase's max_error_rate so that the outcome does not
+// depend on when the errors land: a phase stops early only when the budget
+// is certainly spent, and the rest is judged once it ends.
+type errorBudget struct {
+	rate    float64
+	planned int // requests the phase will send; 0: unknown (duration-bound)
+}
+
+func newErrorBudget(p *scenarios.Phase, planned int) errorBudget {
+	b := errorBudget{planned: planned}
+	if p.MaxErrorRate != nil {
+		b.rate = *p.MaxErrorRate
+	}
+	return b
+}
+
+// spent reports whether errs failures in n requests so far spend the
+// budget whatever follows: more than rate × planned, when that is known.
+// When it is not, only rate 0 is certain; otherwise, after minJudged
+// requests, an error rate more than three standard deviations above the
+// budget (a server failing far more often than allowed, not a random early
+// cluster of errors within it).
+func (b errorBudget) spent(errs, n int) bool {
+	switch {
+	case errs == 0:
+		return false
+	case b.planned > 0:
+		return errs > int(math.Floor(b.rate*float64(b.planned)))
+	case b.rate == 0:
+		return true
+	case n < minJudged:
+		return false
+	}
+	fn := float64(n)
+	return float64(errs) > b.rate*fn+3*math.Sqrt(fn*b.rate*(1-b.rate))
+}
+
+// over is the judgment at the end: more than rate × the requests sent.
+func (b errorBudget) over(errs, n int) bool {
+	return errs > 0 && errs > int(math.Floor(b.rate*float64(n)))
+}
+
+func (b errorBudget) err(label string, errs, n int, last *measure.Error) error {
+	if label != "" {
+		label += ": "
+	}
+	return fmt.Errorf("%w: %s%d of %d requests failed, over max_error_rate %g (last: %v)", ErrPhase, label, errs, n, b.rate, last)
 }

@@ -42,6 +42,10 @@ type Options struct {
 	// (from any goroutine, serialised per phase point); load phases never keep
 	// samples in memory.
 	SampleSink func(report.RequestSample)
+	// OpenFileLimit, when set, replaces the process's soft limit on open
+	// files (RLIMIT_NOFILE) in the check that a load phase's concurrency
+	// fits (tests); 0 from it means unknown.
+	OpenFileLimit func() uint64
 }
 
 // ErrPhase marks a phase stopped because its error rate exceeded max_error_rate.

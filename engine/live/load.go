@@ -73,6 +73,25 @@ func goodRequest(m measure.Metrics, slo map[string]float64) bool {
 	return true
 }
 
+// fileSlack is the open files a run needs besides one socket per request in
+// flight: standard streams, the report, metrics and metadata connections.
+const fileSlack = 32
+
+// fileLimitWarning says when inFlight requests cannot all hold a connection
+// under the open-file limit: the ones over it fail to connect (EMFILE) and
+// the phase measures a lower concurrency than it asked for.
+func (r *runner) fileLimitWarning(inFlight int) string {
+	limit := r.opts.OpenFileLimit
+	if limit == nil {
+		limit = processFileLimit
+	}
+	lim := limit()
+	if inFlight <= 0 || lim == 0 || uint64(inFlight)+fileSlack <= lim {
+		return ""
+	}
+	return fmt.Sprintf("concurrency %d needs about %d open files but the limit is %d (ulimit -n): requests over it fail to connect; raise the limit", inFlight, inFlight+fileSlack, lim)
+}
+
 // loadKind runs a load phase: one point, or one per sweep value, closed
 // loop (concurrency) or open loop (rate); points holds one entry per value.
 type loadKind struct{}
@@ -97,6 +116,18 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	default:
 		specs = []spec{{rate: p.Rate}}
 	}
+	need := p.MaxInFlight // an open loop's bound, 0 when none
+	for _, sp := range specs {
+		need = max(need, sp.concurrency)
+	}
+	if w := r.fileLimitWarning(need); w != "" {
+		// The phase's metrics, warnings included, are laid out last.
+		defer func() {
+			if ph.ServingMetrics != nil {
+				ph.Warnings = append(ph.Warnings, w)
+			}
+		}()
+	}
 	prompts, err := r.loadPrompts(ctx, p, ph, len(specs))
 	if err != nil {
 		return err
@@ -117,10 +148,8 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			}
 			label = fmt.Sprintf("rate %g/s", sp.rate)
 		}
-		maxRate := 0.0
-		if p.MaxErrorRate != nil {
-			maxRate = *p.MaxErrorRate
-		}
+		budget := newErrorBudget(p, p.Requests.Count)
+		var lastErr *measure.Error
 		pctx, cancel := context.WithCancel(ctx)
 		// Jobs run on the grace context, so an interrupt stops sending at
 		// once but lets requests in flight finish; the error budget stops both.
@@ -188,22 +217,25 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			if r.opts.SampleSink != nil {
 				r.opts.SampleSink(sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000))
 			}
-			planned := p.Requests.Count
-			if planned == 0 {
-				planned = st.agg.requests
-			}
-			if st.agg.errCount > int(math.Floor(maxRate*float64(planned))) && st.agg.errCount > 0 {
-				stopOnce.Do(func() {
-					stopErr = fmt.Errorf("%w: %s: %d of %d requests failed, over max_error_rate %g (last: %v)", ErrPhase, label, st.agg.errCount, st.agg.requests, maxRate, out.Err)
-					cancel()
-					cancelJobs()
-				})
+			if out.Err != nil {
+				lastErr = out.Err
+				if budget.spent(st.agg.errCount, st.agg.requests) {
+					stopOnce.Do(func() {
+						stopErr = budget.err(label, st.agg.errCount, st.agg.requests, out.Err)
+						cancel()
+						cancelJobs()
+					})
+				}
 			}
 		})
 		cancel()
 		cancelJobs()
 		tick()
 		next += res.Sent
+		// The jobs are done: what the early stop did not judge is judged now.
+		if stopErr == nil && ctx.Err() == nil && budget.over(st.agg.errCount, st.agg.requests) {
+			stopErr = budget.err(label, st.agg.errCount, st.agg.requests, lastErr)
+		}
 
 		lp.ServingMetrics = st.agg.metrics()
 		lp.QueueMS = report.StatFrom(st.queue)

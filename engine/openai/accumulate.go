@@ -5,6 +5,7 @@ package openai
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +41,11 @@ type Accumulator struct {
 	tokenEvents       int
 	firstTok, lastTok time.Duration
 	itl               []float64
+	// itlStride keeps every itlStride-th gap once the list reached maxITL;
+	// it doubles each time the list fills again (see addGap).
+	itlStride, itlSkip int
+	// maxEvents is the most token events max_tokens allows; 0: no bound.
+	maxEvents, maxTokens int
 
 	events         int
 	contentBytes   int
@@ -60,13 +66,59 @@ type Accumulator struct {
 // NewAccumulator returns an empty accumulator.
 func NewAccumulator() *Accumulator { return &Accumulator{} }
 
-// Reset prepares for a new request; itlCap pre-sizes the ITL list (e.g.
-// max_tokens) so appends do not reallocate on the hot path.
-func (a *Accumulator) Reset(itlCap int) {
-	*a = Accumulator{}
-	if itlCap > 0 {
-		a.itl = make([]float64, 0, min(itlCap, 1<<16))
+// maxITL bounds the ITL gaps kept per request (512 KiB), so that an endless
+// stream cannot grow memory without bound.
+const maxITL = 1 << 16
+
+// ErrTooManyTokens marks a stream with far more token events than its
+// max_tokens allows: a server ignoring the bound, or one that never stops.
+var ErrTooManyTokens = errors.New("too many token events")
+
+// TokenEventLimit is the most token events a stream asked for maxTokens may
+// carry: a server may split a token over events now and then, hence the
+// slack of max(16, 10%); 0 (no bound) when maxTokens is not set.
+func TokenEventLimit(maxTokens int) int {
+	if maxTokens <= 0 {
+		return 0
 	}
+	return maxTokens + max(16, maxTokens/10)
+}
+
+// Reset prepares for a new request asked for maxTokens (0: unset): it
+// pre-sizes the ITL list so appends do not reallocate on the hot path, and
+// bounds the token events the stream may carry.
+func (a *Accumulator) Reset(maxTokens int) {
+	*a = Accumulator{itlStride: 1, maxTokens: maxTokens, maxEvents: TokenEventLimit(maxTokens)}
+	if maxTokens > 0 {
+		a.itl = make([]float64, 0, min(maxTokens, maxITL))
+	}
+}
+
+// addGap keeps gap in the bounded ITL list. Past maxITL gaps it keeps every
+// other one of those kept and then every stride-th new gap: a systematic
+// sample of the whole stream, bounded, in place of an unbounded list.
+func (a *Accumulator) addGap(gap float64) {
+	if a.itlStride == 0 {
+		a.itlStride = 1 // an Accumulator that was never Reset
+	}
+	if a.itlSkip++; a.itlSkip < a.itlStride {
+		return
+	}
+	a.itlSkip = 0
+	if len(a.itl) == maxITL {
+		for i := range maxITL / 2 {
+			a.itl[i] = a.itl[2*i+1]
+		}
+		a.itl = a.itl[:maxITL/2]
+		a.itlStride *= 2
+	}
+	if len(a.itl) == cap(a.itl) {
+		// Grow by hand: append's growth would overshoot maxITL.
+		grown := make([]float64, len(a.itl), min(max(2*cap(a.itl), 64), maxITL))
+		copy(grown, a.itl)
+		a.itl = grown
+	}
+	a.itl = append(a.itl, gap)
 }
 
 // FirstByte records the time of the first response byte.
@@ -110,10 +162,13 @@ func (a *Accumulator) Event(ev *sse.Event) error {
 		if a.tokenEvents == 0 {
 			a.firstTok = ev.At
 		} else {
-			a.itl = append(a.itl, durMs(ev.At-a.lastTok))
+			a.addGap(durMs(ev.At - a.lastTok))
 		}
 		a.lastTok = ev.At
 		a.tokenEvents++
+		if a.maxEvents > 0 && a.tokenEvents > a.maxEvents {
+			return fmt.Errorf("%w: the server sent %d token events for max_tokens %d", ErrTooManyTokens, a.tokenEvents, a.maxTokens)
+		}
 	}
 	a.contentBytes += ci.contentBytes
 	a.reasoningBytes += ci.reasoningBytes
@@ -132,7 +187,11 @@ func (a *Accumulator) Event(ev *sse.Event) error {
 		a.timings = true
 		a.promptN, a.predN = ci.promptN, ci.predictedN
 		a.cacheNSet, a.cacheN = ci.cacheNSet, ci.cacheN
-		if t := serverTimings(ci.timingsRaw); t != nil {
+		t, err := serverTimings(ci.timingsRaw)
+		if err != nil {
+			return err
+		}
+		if t != nil {
 			a.server = t
 		}
 	}

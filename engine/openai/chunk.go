@@ -3,11 +3,13 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/tollgate-dev/tollgate/engine/measure"
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/engine/measure"
 )
 
 // chunkInfo is everything accounting needs from one streamed JSON chunk.
@@ -48,11 +50,73 @@ func parseChunk(data []byte, ci *chunkInfo) error {
 	if s.topLevel(ci) {
 		s.ws()
 		if s.i == len(s.b) {
-			return nil
+			return ci.check()
 		}
 	}
 	ci.reset()
-	return parseChunkSlow(data, ci)
+	if err := parseChunkSlow(data, ci); err != nil {
+		return err
+	}
+	return ci.check()
+}
+
+// check refuses counts that cannot be true together; each count alone was
+// range-checked where it was read.
+func (c *chunkInfo) check() error {
+	if c.usage && c.cachedSet && c.cached > c.prompt {
+		return fmt.Errorf("%w: usage.prompt_tokens_details.cached_tokens %d exceeds usage.prompt_tokens %d", ErrBadCount, c.cached, c.prompt)
+	}
+	return nil
+}
+
+// ErrBadCount marks a count from the server that no count can be: negative,
+// fractional, not a number, absurdly large, or more cached than prompt
+// tokens. Such a request is a protocol error, never a success: the value
+// would also make the report fail its own schema and lose every measurement.
+var ErrBadCount = errors.New("invalid count from the server")
+
+// maxCount bounds a token count: far above any context window, and exact in
+// a float64 so that sums and means stay integers.
+const maxCount = 1 << 40
+
+// parseCount reads one count as sent; set is false when absent or null.
+func parseCount(field string, raw json.RawMessage) (n int, set bool, err error) {
+	v := string(bytes.TrimSpace(raw))
+	if v == "" || v == "null" {
+		return 0, false, nil
+	}
+	if i, perr := strconv.ParseInt(v, 10, 64); perr == nil {
+		if i < 0 || i > maxCount {
+			return 0, false, fmt.Errorf("%w: %s is %s", ErrBadCount, field, v)
+		}
+		return int(i), true, nil
+	}
+	// An integral value written as a float (12.0, 1e3) is still a count.
+	f, perr := strconv.ParseFloat(v, 64)
+	if perr != nil || v[0] == '"' || f != math.Trunc(f) || f < 0 || f > maxCount {
+		return 0, false, fmt.Errorf("%w: %s is %s", ErrBadCount, field, snippet(raw, 40))
+	}
+	return int(f), true, nil
+}
+
+// counts reads a usage object's counts.
+func (u *usageJSON) counts() (prompt, completion, cached int, cachedSet bool, err error) {
+	var e1, e2, e3 error
+	prompt, _, e1 = parseCount("usage.prompt_tokens", u.PromptTokens)
+	completion, _, e2 = parseCount("usage.completion_tokens", u.CompletionTokens)
+	if d := u.PromptTokensDetails; d != nil {
+		cached, cachedSet, e3 = parseCount("usage.prompt_tokens_details.cached_tokens", d.CachedTokens)
+	}
+	return prompt, completion, cached, cachedSet, errors.Join(e1, e2, e3)
+}
+
+// counts reads a llama.cpp timings object's counts.
+func (t *timingsJSON) counts() (promptN, predictedN, cacheN int, cacheNSet bool, err error) {
+	var e1, e2, e3 error
+	promptN, _, e1 = parseCount("timings.prompt_n", t.PromptN)
+	predictedN, _, e2 = parseCount("timings.predicted_n", t.PredictedN)
+	cacheN, cacheNSet, e3 = parseCount("timings.cache_n", t.CacheN)
+	return promptN, predictedN, cacheN, cacheNSet, errors.Join(e1, e2, e3)
 }
 
 // scanner is a small, non-allocating JSON walker. It validates structure only
@@ -256,38 +320,25 @@ func (s *scanner) nonEmptyArray() (nonEmpty, ok bool) {
 	return false, false
 }
 
-// int reads an integer (floats are truncated) or null; set is false for null.
+// int reads a plain non-negative integer of at most 12 digits, or null; set
+// is false for null. Anything else (a sign, a fraction, an exponent, a huge
+// value) is left to the encoding/json path, which names the bad field.
 func (s *scanner) int() (n int, set, ok bool) {
 	c := s.peek()
 	if c == 'n' {
 		return 0, false, s.lit("null")
 	}
 	start := s.i
-	if c == '-' {
-		s.i++
-	}
 	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
 		n = n*10 + int(s.b[s.i]-'0')
 		s.i++
 	}
 	digits := s.i - start
-	if c == '-' {
-		n = -n
-		digits--
-	}
-	if digits <= 0 || digits > 18 {
+	if digits <= 0 || digits > 12 {
 		return 0, false, false
 	}
 	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i = start
-		if !s.skip() {
-			return 0, false, false
-		}
-		f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
-		if err != nil {
-			return 0, false, false
-		}
-		return int(f), true, true
+		return 0, false, false
 	}
 	return n, true, true
 }
@@ -475,25 +526,48 @@ func hex4(b []byte, i int) (rune, bool) {
 
 // Slow path: encoding/json into the same fields.
 
+// The counts are raw so that a bad one is named (parseCount), not a bare
+// decoding error or a silently truncated float.
 type usageJSON struct {
-	PromptTokens        *int `json:"prompt_tokens"`
-	CompletionTokens    *int `json:"completion_tokens"`
+	PromptTokens        json.RawMessage `json:"prompt_tokens"`
+	CompletionTokens    json.RawMessage `json:"completion_tokens"`
 	PromptTokensDetails *struct {
-		CachedTokens *int `json:"cached_tokens"`
+		CachedTokens json.RawMessage `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
 }
 
 type timingsJSON struct {
-	PromptN    *int `json:"prompt_n"`
-	PredictedN *int `json:"predicted_n"`
-	CacheN     *int `json:"cache_n"`
+	PromptN    json.RawMessage `json:"prompt_n"`
+	PredictedN json.RawMessage `json:"predicted_n"`
+	CacheN     json.RawMessage `json:"cache_n"`
 }
 
-// serverTimings decodes a llama.cpp timings object; nil when it is not one.
-func serverTimings(raw []byte) *ServerTimings {
+// serverTimings decodes a llama.cpp timings object; nil when it is not one,
+// an ErrBadCount error when a figure is negative (a count not an integer
+// fails the decoding, and was named by timingsJSON.counts already).
+func serverTimings(raw []byte) (*ServerTimings, error) {
 	var t ServerTimings
 	if len(raw) == 0 || json.Unmarshal(raw, &t) != nil {
-		return nil
+		return nil, nil
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"timings.prompt_n", t.PromptN}, {"timings.cache_n", t.CacheN}, {"timings.predicted_n", t.PredictedN}} {
+		if f.v != nil && (*f.v < 0 || *f.v > maxCount) {
+			return nil, fmt.Errorf("%w: %s is %d", ErrBadCount, f.name, *f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"timings.prompt_ms", t.PromptMs}, {"timings.prompt_per_second", t.PromptPerSecond}, {"timings.predicted_ms", t.PredictedMs},
+		{"timings.predicted_per_token_ms", t.PredictedPerTokenMs}, {"timings.predicted_per_second", t.PredictedPerSecond}} {
+		// encoding/json refuses NaN, Inf and overflow, so only the sign and
+		// absurd magnitudes are left to check.
+		if f.v != nil && (*f.v < 0 || *f.v > 1e15) {
+			return nil, fmt.Errorf("%w: %s is %g", ErrBadCount, f.name, *f.v)
+		}
 	}
 	t.Source = measure.ServerLlamaCppTimings
 	// A rate over one generated token (or none) is no rate: llama.cpp sends
@@ -505,12 +579,7 @@ func serverTimings(raw []byte) *ServerTimings {
 	if t.PromptN == nil || *t.PromptN < 1 {
 		t.PromptPerSecond = nil
 	}
-	for _, f := range []**float64{&t.PromptMs, &t.PromptPerSecond, &t.PredictedMs, &t.PredictedPerTokenMs, &t.PredictedPerSecond} {
-		if *f != nil && (**f < 0 || math.IsNaN(**f) || math.IsInf(**f, 0) || (**f == 0 && f != &t.PromptMs && f != &t.PredictedMs)) {
-			*f = nil
-		}
-	}
-	return &t
+	return &t, nil
 }
 
 type slowChunk struct {
@@ -565,18 +634,18 @@ func parseChunkSlow(data []byte, ci *chunkInfo) error {
 	}
 	if u := c.Usage; u != nil {
 		ci.usage = true
-		ci.prompt, ci.completion = deref(u.PromptTokens), deref(u.CompletionTokens)
-		if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
-			ci.cached, ci.cachedSet = *d.CachedTokens, true
+		var err error
+		if ci.prompt, ci.completion, ci.cached, ci.cachedSet, err = u.counts(); err != nil {
+			return err
 		}
 	}
 	var t timingsJSON
 	if len(c.Timings) > 0 && string(c.Timings) != "null" && json.Unmarshal(c.Timings, &t) == nil {
 		ci.timings = true
 		ci.timingsRaw = c.Timings
-		ci.promptN, ci.predictedN = deref(t.PromptN), deref(t.PredictedN)
-		if t.CacheN != nil {
-			ci.cacheN, ci.cacheNSet = *t.CacheN, true
+		var err error
+		if ci.promptN, ci.predictedN, ci.cacheN, ci.cacheNSet, err = t.counts(); err != nil {
+			return err
 		}
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -585,13 +654,6 @@ func parseChunkSlow(data []byte, ci *chunkInfo) error {
 		ci.errObject, ci.errRaw = true, data
 	}
 	return nil
-}
-
-func deref(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // decodeStreamError turns an error payload into a *StreamError. raw is the

@@ -201,13 +201,14 @@ func safeLocation(resp *http.Response) string {
 	return u.String()
 }
 
-// AuxTimeout bounds metadata, metrics and token-count calls when no total
-// timeout is set: a server that never answers them must not hang a run.
+// AuxTimeout bounds metadata, metrics and token-count calls (a shorter total
+// timeout bounds them more): a server that never answers them must not hang
+// a run, and the default total (30m) is sized for generation, not for these.
 const AuxTimeout = 30 * time.Second
 
 func (c *Client) auxTimeout() time.Duration {
 	if c.cfg.TotalTimeout > 0 {
-		return c.cfg.TotalTimeout
+		return min(c.cfg.TotalTimeout, AuxTimeout)
 	}
 	return AuxTimeout
 }
@@ -665,29 +666,51 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 			res.FinishReason = *ch.FinishReason
 		}
 	}
+	bad := func(err error) (Result, error) {
+		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
+		return res, res.Err
+	}
 	var timings *timingsJSON
 	if len(b.Timings) > 0 && string(b.Timings) != "null" {
 		var t timingsJSON
 		if json.Unmarshal(b.Timings, &t) == nil {
 			timings = &t
-			res.Server = serverTimings(b.Timings)
+			// Checked even beside usage, as the streamed path does.
+			if _, _, _, _, err := t.counts(); err != nil {
+				return bad(err)
+			}
+			st, err := serverTimings(b.Timings)
+			if err != nil {
+				return bad(err)
+			}
+			res.Server = st
 		}
 	}
 	switch {
 	case b.Usage != nil:
+		prompt, compl, cached, cachedSet, err := b.Usage.counts()
+		if err == nil && cachedSet && cached > prompt {
+			err = fmt.Errorf("%w: usage.prompt_tokens_details.cached_tokens %d exceeds usage.prompt_tokens %d", ErrBadCount, cached, prompt)
+		}
+		if err != nil {
+			return bad(err)
+		}
 		res.TokenCountSource = SourceUsage
 		res.UsageSeen = true
-		res.PromptTokens = ptr(deref(b.Usage.PromptTokens))
-		res.CompletionTokens = ptr(deref(b.Usage.CompletionTokens))
-		if d := b.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
-			res.CachedTokens = ptr(*d.CachedTokens)
+		res.PromptTokens, res.CompletionTokens = ptr(prompt), ptr(compl)
+		if cachedSet {
+			res.CachedTokens = ptr(cached)
 		}
 	case timings != nil:
+		promptN, predN, cacheN, cacheNSet, err := timings.counts()
+		if err != nil {
+			return bad(err)
+		}
 		res.TokenCountSource = SourceTimings
-		res.PromptTokens = ptr(deref(timings.PromptN) + deref(timings.CacheN))
-		res.CompletionTokens = ptr(deref(timings.PredictedN))
-		if timings.CacheN != nil {
-			res.CachedTokens = ptr(*timings.CacheN)
+		res.PromptTokens = ptr(promptN + cacheN)
+		res.CompletionTokens = ptr(predN)
+		if cacheNSet {
+			res.CachedTokens = ptr(cacheN)
 		}
 	}
 	tools := false

@@ -84,7 +84,7 @@ func TestConnectAndWriteTimes(t *testing.T) {
 // TestServerTimingsOfOneToken: llama.cpp sends predicted_per_second 0 for a
 // 1-token answer; that is no rate, so it is absent, never a 0 a gate reads.
 func TestServerTimingsOfOneToken(t *testing.T) {
-	got := serverTimings([]byte(`{"cache_n":0,"prompt_n":0,"prompt_ms":0.5,"prompt_per_second":0,"predicted_n":1,"predicted_ms":0.001,"predicted_per_token_ms":0.001,"predicted_per_second":0.0}`))
+	got, _ := serverTimings([]byte(`{"cache_n":0,"prompt_n":0,"prompt_ms":0.5,"prompt_per_second":0,"predicted_n":1,"predicted_ms":0.001,"predicted_per_token_ms":0.001,"predicted_per_second":0.0}`))
 	if got == nil || got.PredictedPerSecond != nil || got.PredictedPerTokenMs != nil || got.PromptPerSecond != nil {
 		t.Fatalf("%+v: rates over one token or no prompt must be absent", got)
 	}
