@@ -187,6 +187,10 @@ func (in *interp) resolve(r ref, errf func(string, ...any)) (*string, *yaml.Node
 		errf("undefined variable vars.%s%s", r.name, knownList("defined vars", in.order, r.name))
 		return nil, nil, false
 	case "env":
+		if !isEnvName(r.name) {
+			errf("${env.NAME}: NAME %s", envNameMsg)
+			return nil, nil, false
+		}
 		if v, ok := in.env(r.name); ok {
 			return &v, nil, true
 		}
