@@ -17,6 +17,9 @@ type interp struct {
 	env    func(string) (string, bool)
 	matrix map[string]string
 	final  bool
+	// pending are the vars declared below the one being defined, so a
+	// forward reference is told apart from a misspelt one.
+	pending map[string]bool
 }
 
 type ref struct {
@@ -184,6 +187,10 @@ func (in *interp) resolve(r ref, errf func(string, ...any)) (*string, *yaml.Node
 		if r.def != nil {
 			return r.def, nil, true
 		}
+		if in.pending[r.name] {
+			errf("vars.%s is defined later in vars; a var may use only the vars defined above it (move %s above this one)", r.name, r.name)
+			return nil, nil, false
+		}
 		errf("undefined variable vars.%s%s", r.name, knownList("defined vars", in.order, r.name))
 		return nil, nil, false
 	case "env":
@@ -238,8 +245,14 @@ func (in *interp) defineVars(n *yaml.Node) {
 		}
 		return
 	}
+	in.pending = map[string]bool{}
+	defer func() { in.pending = nil }()
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		in.pending[n.Content[i].Value] = true
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		delete(in.pending, k.Value)
 		if _, dup := in.vars[k.Value]; dup {
 			in.d.errorf(k, "vars: duplicate variable %q", k.Value)
 			continue

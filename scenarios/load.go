@@ -196,22 +196,79 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 }
 
 // syntaxError turns a yaml.v3 parse error into a positioned Error. yaml.v3
-// reports only a line; the column is that line's first non-blank character.
+// reports only a line, and for some errors the line where the enclosing
+// block starts or none at all, so the common causes are looked for in the
+// text: a tab in the indentation, a key indented to no enclosing level, a
+// control character, an unknown alias.
 func syntaxError(file string, data []byte, err error) *Error {
-	msg := err.Error()
-	line, col := 1, 1
-	if m := yamlLineRE.FindStringSubmatch(strings.SplitN(msg, "\n", 2)[0]); m != nil {
+	msg := strings.TrimPrefix(strings.SplitN(err.Error(), "\n", 2)[0], "yaml: ")
+	lines := strings.Split(string(data), "\n")
+	line := 1
+	if m := yamlLineRE.FindStringSubmatch("yaml: " + msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
-		lines := strings.Split(string(data), "\n")
-		if line-1 < len(lines) {
-			text := lines[line-1]
-			col = len(text) - len(strings.TrimLeft(text, " \t")) + 1
-		}
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return &Error{Pos: Pos{File: file, Line: line, Col: col}, Msg: "YAML syntax error: " + msg}
+	at := func(l, c int, text string) *Error {
+		return &Error{Pos: Pos{File: file, Line: l, Col: c}, Msg: "YAML syntax error: " + text}
+	}
+	// yaml.v3 may name the line before the one at fault.
+	from := max(line-1, 1)
+	switch {
+	case strings.Contains(msg, "tab") || strings.Contains(msg, "cannot start any token"):
+		for i := from - 1; i < len(lines) && i <= line; i++ {
+			indent := lines[i][:len(lines[i])-len(strings.TrimLeft(lines[i], " \t"))]
+			if k := strings.IndexByte(indent, '\t'); k >= 0 {
+				return at(i+1, k+1, "a tab in the indentation; YAML indents with spaces only ("+msg+")")
+			}
+		}
+	case strings.HasPrefix(msg, "did not find expected key"), strings.HasPrefix(msg, "did not find expected '-' indicator"):
+		if l, c, ok := misindented(lines); ok && l >= from {
+			return at(l, c, fmt.Sprintf("this line is indented to column %d, which matches no enclosing key (%s)", c, msg))
+		}
+	case strings.HasPrefix(msg, "control characters are not allowed"):
+		for i, text := range lines {
+			if k := strings.IndexFunc(text, func(r rune) bool { return r < ' ' && r != '\t' && r != '\r' || r == 0x7f }); k >= 0 {
+				return at(i+1, k+1, msg)
+			}
+		}
+	case strings.HasPrefix(msg, "unknown anchor '"):
+		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "unknown anchor '"), "'")
+		for i, text := range lines {
+			if k := strings.Index(text, "*"+name); k >= 0 {
+				return at(i+1, k+1, msg+" (define it with &"+name+" before it is used)")
+			}
+		}
+	}
+	col := 1
+	if line-1 < len(lines) {
+		text := lines[line-1]
+		col = len(text) - len(strings.TrimLeft(text, " \t")) + 1
+	}
+	return at(line, col, msg)
+}
+
+// misindented finds the first line that dedents to a column no line above
+// it started at, the usual cause of yaml.v3's "did not find expected key".
+func misindented(lines []string) (line, col int, ok bool) {
+	var levels []int
+	for i, text := range lines {
+		trimmed := strings.TrimLeft(text, " ")
+		if strings.TrimSpace(trimmed) == "" || trimmed[0] == '#' {
+			continue
+		}
+		ind := len(text) - len(trimmed)
+		if len(levels) == 0 || ind > levels[len(levels)-1] {
+			levels = append(levels, ind)
+			continue
+		}
+		for len(levels) > 0 && levels[len(levels)-1] > ind {
+			levels = levels[:len(levels)-1]
+		}
+		if len(levels) == 0 || levels[len(levels)-1] != ind {
+			return i + 1, ind + 1, true
+		}
+	}
+	return 0, 0, false
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {
