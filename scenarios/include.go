@@ -79,7 +79,7 @@ func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *y
 				return nil
 			}
 		}
-		b, err := os.ReadFile(path)
+		b, err := readScenario(path)
 		if err != nil {
 			d.errorf(pn, "include %q: cannot read %s: %v (paths are relative to the including file)", pn.Value, path, err)
 			continue

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -191,6 +192,10 @@ func (in *interp) resolve(r ref, errf func(string, ...any)) (*string, *yaml.Node
 			errf("vars.%s is defined later in vars; a var may use only the vars defined above it (move %s above this one)", r.name, r.name)
 			return nil, nil, false
 		}
+		if in.d.errs.full() {
+			in.d.errs.dropped++
+			return nil, nil, false // the message, with its suggestion, would only be counted
+		}
 		errf("undefined variable vars.%s%s", r.name, knownList("defined vars", in.order, r.name))
 		return nil, nil, false
 	case "env":
@@ -229,7 +234,14 @@ func knownList(what string, names []string, got string) string {
 	if len(names) == 0 {
 		return " (no " + what + ")"
 	}
-	return suggest(got, names) + " (" + what + ": " + strings.Join(names, ", ") + ")"
+	// A message names a bounded number of choices, so thousands of
+	// undefined references cost linear, not quadratic, time and memory.
+	const shown = 20
+	list := strings.Join(names[:min(len(names), shown)], ", ")
+	if len(names) > shown {
+		list += fmt.Sprintf(", … %d more", len(names)-shown)
+	}
+	return suggest(got, names) + " (" + what + ": " + list + ")"
 }
 
 // defineVars resolves the vars mapping in order: a var may use env and any

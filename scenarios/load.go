@@ -3,7 +3,10 @@ package scenarios
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,12 +28,42 @@ type Options struct {
 	Sets []string
 	// LookupEnv resolves ${env.NAME}; nil means no environment.
 	LookupEnv func(string) (string, bool)
+	// MaxRuns caps the runs the matrix expands to; 0 means DefaultMaxRuns.
+	MaxRuns int
 }
+
+// DefaultMaxRuns bounds matrix expansion: each run costs time and memory
+// at load, and a matrix of a dozen keys would make millions.
+const DefaultMaxRuns = 1000
+
+// MaxFileBytes bounds a scenario file (and each included file): a
+// scenario is a page of YAML, and loading cost grows with it.
+const MaxFileBytes = 1 << 20
+
+// readScenario reads at most MaxFileBytes of path.
+func readScenario(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: the file is over %d MiB", ErrTooLarge, MaxFileBytes>>20)
+	}
+	return data, nil
+}
+
+// ErrTooLarge is returned for a scenario file over MaxFileBytes.
+var ErrTooLarge = errors.New("scenario file too large")
 
 // Load reads, interpolates, expands and validates a scenario file. The error,
 // when not nil, is an ErrorList with every problem found and its position.
 func Load(path string, opts Options) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readScenario(path)
 	if err != nil {
 		return nil, ErrorList{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot read scenario: %v", err)}}
 	}
@@ -54,6 +87,10 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		env = func(string) (string, bool) { return "", false }
 	}
 
+	if len(data) > MaxFileBytes {
+		e.add(Pos{File: file}, "cannot read scenario: %v: the file is over %d MiB", ErrTooLarge, MaxFileBytes>>20)
+		return nil, e.err()
+	}
 	root := d.tree(file, data, 0, []string{file})
 	if root == nil {
 		return nil, e.err()
@@ -116,6 +153,9 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	sum := sha256.Sum256(mb)
 
 	axes := readMatrix(d, mapValue(root, "matrix"))
+	if !capRuns(d, root, axes, opts.MaxRuns) {
+		return nil, e.err()
+	}
 
 	sc := &Scenario{
 		File:      file,
@@ -323,6 +363,41 @@ func readMatrix(d *decoder, n *yaml.Node) []MatrixAxis {
 	return axes
 }
 
+// capRuns refuses a matrix that expands to more than max runs, before
+// any is built: expansion costs time and memory per run.
+func capRuns(d *decoder, root *yaml.Node, axes []MatrixAxis, max int) bool {
+	if max <= 0 {
+		max = DefaultMaxRuns
+	}
+	targets := 1
+	if t := resolveAlias(mapValue(root, "targets")); t != nil && t.Kind == yaml.MappingNode && len(t.Content) > 2 {
+		targets = len(t.Content) / 2
+	}
+	runs, exact := targets, true
+	var sizes []string
+	for _, ax := range axes {
+		sizes = append(sizes, fmt.Sprintf("%s: %d", ax.Key, len(ax.Values)))
+		if k := len(ax.Values); k > 0 && exact {
+			if runs > math.MaxInt/k {
+				exact = false // the count itself would overflow
+				continue
+			}
+			runs *= k
+		}
+	}
+	if exact && runs <= max {
+		return true
+	}
+	n := mapValue(root, "matrix")
+	what := strconv.Itoa(runs)
+	if !exact {
+		what = "more than " + strconv.Itoa(math.MaxInt)
+	}
+	d.errorf(n, "matrix: expands to %s runs (%s values × %d target(s)); at most %d: drop values or keys, or split the scenario into several files",
+		what, strings.Join(sizes, ", "), targets, max)
+	return false
+}
+
 // combinations expands the matrix with the first key outermost, so
 // {transport: [direct, relay], cache: [cached, stateless]} gives
 // direct/cached, direct/stateless, relay/cached, relay/stateless.
@@ -344,6 +419,19 @@ func combinations(axes []MatrixAxis) [][]Param {
 // validateSchema checks the expanded document against the published
 // scenario schema, so the schema editors use and the loader never disagree.
 func validateSchema(d *decoder, n *yaml.Node) {
+	// The schema asks of vars only that it is a mapping, and yaml.v3
+	// decodes a mapping in time quadratic in its keys (40,000 vars took
+	// 23 s), so an empty mapping stands in for it.
+	if n.Kind == yaml.MappingNode {
+		c := *n
+		c.Content = append([]*yaml.Node{}, n.Content...)
+		for i := 0; i+1 < len(c.Content); i += 2 {
+			if c.Content[i].Value == "vars" && resolveAlias(c.Content[i+1]).Kind == yaml.MappingNode {
+				c.Content[i+1] = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: c.Content[i+1].Line, Column: c.Content[i+1].Column}
+			}
+		}
+		n = &c
+	}
 	var v any
 	if err := n.Decode(&v); err != nil {
 		d.errorf(n, "%v", err)

@@ -221,6 +221,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "API key pasted as api_key_env", args: []string{"run", "examples/serving.yaml", "--set", "vars.api_key_env=sk-proj-Zq8vN3xLr7TfW2kPb9YcD4hJ"}, code: ExitInvalid, noReport: true,
 			stderr: "--set vars.api_key_env=…: targets.server.api_key_env must name an environment variable (e.g. OPENAI_API_KEY), not hold the key; the value was not printed"},
 		{name: "second YAML document", args: []string{"run", "scenarios/testdata/bad/second-document.yaml"}, code: ExitInvalid, noReport: true, stderr: "second-document.yaml:5:1: a second YAML document"},
+		{name: "matrix over the run cap", args: []string{"run", "scenarios/testdata/bad/matrix-too-many-runs.yaml"}, code: ExitInvalid, noReport: true, stderr: "matrix: expands to 4096 runs"},
 		{name: "missing env var", args: []string{"run", "scenarios/testdata/bad/missing-env.yaml"}, code: ExitInvalid, noReport: true, stderr: "environment variable TOLLGATE_TEST_UNSET is not set"},
 		{name: "unknown flag", args: []string{"run", example, "--jsn-out", "x"}, code: ExitInvalid, noReport: true, stderr: "unknown flag: --jsn-out"},
 		{name: "no scenario", args: []string{"run"}, code: ExitInvalid, noReport: true, stderr: "expected one SCENARIO file"},
