@@ -98,14 +98,9 @@ func TestScenarioFileSizeCap(t *testing.T) {
 // 40,000 undefined references used to build 40,000 messages each listing
 // every var: quadratic time and gigabytes.
 func TestManyUndefinedVarsStayLinear(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("vars:\n")
-	for i := 0; i < 40000; i++ {
-		fmt.Fprintf(&b, "  v%d: ${vars.n%d}\n", i, i)
-	}
-	b.WriteString("phases: {decode: {}}\n")
+	src := manyVars("${vars.n%d}", "phases: {decode: {}}\n")
 	start := time.Now()
-	_, err := Parse("u.yaml", []byte(b.String()), Options{LookupEnv: noEnv})
+	_, err := Parse("u.yaml", src, Options{LookupEnv: noEnv})
 	var list ErrorList
 	if !errors.As(err, &list) {
 		t.Fatalf("want an ErrorList, got %v", err)
@@ -132,14 +127,9 @@ func BenchmarkLoad1kRuns(b *testing.B) {
 // The schema check decoded the whole document, and yaml.v3 decodes a
 // mapping in time quadratic in its keys: 40,000 vars took 23 s.
 func TestManyVarsLoadInLinearTime(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("vars:\n")
-	for i := 0; i < 40000; i++ {
-		fmt.Fprintf(&b, "  v%d: x%d\n", i, i)
-	}
-	b.WriteString("name: ${vars.v39999}\ntargets:\n  route: {kind: seam, transport: direct, cache: cached, output_tokens: [a]}\nphases: {decode: {tokens: 1}}\n")
+	src := manyVars("x%d", "name: ${vars.v39999}\ntargets:\n  route: {kind: seam, transport: direct, cache: cached, output_tokens: [a]}\nphases: {decode: {tokens: 1}}\n")
 	start := time.Now()
-	sc, err := Parse("v.yaml", []byte(b.String()), Options{LookupEnv: noEnv})
+	sc, err := Parse("v.yaml", src, Options{LookupEnv: noEnv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,4 +139,16 @@ func TestManyVarsLoadInLinearTime(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("loading took %v", d)
 	}
+}
+
+// manyVars is a scenario with 40,000 vars v0..v39999, var i holding
+// fmt.Sprintf(value, i), followed by rest.
+func manyVars(value, rest string) []byte {
+	var b strings.Builder
+	b.WriteString("vars:\n")
+	for i := 0; i < 40000; i++ {
+		fmt.Fprintf(&b, "  v%d: "+value+"\n", i, i)
+	}
+	b.WriteString(rest)
+	return []byte(b.String())
 }
