@@ -217,8 +217,24 @@ func checkOpenAI(e *errs, t *Target) {
 	if !oneOf(o.Endpoint, endpoints) {
 		e.add(o.At("endpoint"), "%s.endpoint: unknown %q (one of %s)%s", path, o.Endpoint, strings.Join(endpoints, ", "), suggest(o.Endpoint, endpoints))
 	}
-	if o.APIKeyEnv != "" && strings.ContainsAny(o.APIKeyEnv, " =$") {
-		e.add(o.At("api_key_env"), "%s.api_key_env: the name of an environment variable, not the key itself", path)
+	if o.APIKeyEnv != "" && !isEnvName(o.APIKeyEnv) {
+		e.add(hideValue(o.At("api_key_env")), "%s.api_key_env %s", path, envNameMsg)
+	}
+	// A CR or LF in a header would split the request; net/http refuses it
+	// on every attempt, which used to look like a server that never
+	// became ready. Values may be secrets, so they are never echoed.
+	for _, name := range sortedKeys(o.Headers) {
+		switch {
+		case !isToken(name):
+			e.add(o.At("headers"), "%s.headers: %q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only; no spaces, colons, CR or LF)", path, name)
+		case !validFieldValue(o.Headers[name]):
+			e.add(hideValue(o.At("headers")), "%s.headers.%s: the value contains a CR, LF or other control character (the value was not printed)", path, name)
+		}
+	}
+	for _, name := range o.SecretHeaders {
+		if !isToken(name) {
+			e.add(o.At("secret_headers"), "%s.secret_headers: %q is not a valid header name", path, name)
+		}
 	}
 	if o.Stream == nil {
 		o.Stream = boolPtr(true)
@@ -287,7 +303,7 @@ func checkOpenAI(e *errs, t *Target) {
 		e.add(o.At("max_line_bytes"), "%s.max_line_bytes: must be positive", path)
 	}
 	if o.CAFile != "" {
-		if _, err := os.Stat(o.CAFile); err != nil {
+		if err := checkCAFile(o.CAFile); err != nil {
 			e.add(o.At("ca_file"), "%s.ca_file: %v", path, err)
 		}
 	}

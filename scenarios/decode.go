@@ -47,6 +47,9 @@ type decoder struct {
 	files []string
 	sets  []string // --var and --set flags; nodes they produced carry Line = -(index+1)
 	errs  *errs
+	// keysOnly keeps only unknown-key errors: for profiles that are not
+	// selected, whose values are checked only once one is.
+	keysOnly bool
 }
 
 const fileShift = 20
@@ -66,6 +69,9 @@ func (d *decoder) pos(n *yaml.Node) Pos {
 }
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
+	if d.keysOnly {
+		return
+	}
 	d.errs.add(d.pos(n), format, args...)
 }
 
@@ -260,7 +266,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		seen[k.Value] = k
 		fi, ok := known[k.Value]
 		if !ok {
-			d.errorf(k, "%s: unknown field %q%s", orRoot(path), k.Value, suggest(k.Value, order))
+			d.errs.add(d.pos(k), "%s: unknown field %q%s", orRoot(path), k.Value, suggest(k.Value, order))
 			continue
 		}
 		if meta != nil {
@@ -303,6 +309,13 @@ func (d *decoder) decodeKeyed(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		seen[k.Value] = true
+		switch {
+		case strings.TrimSpace(k.Value) == "":
+			d.errorf(k, "%s: a name must not be empty", path)
+		case path == "targets" && strings.Contains(k.Value, "/"):
+			// Run names join the target name and matrix values with /.
+			d.errorf(k, "%s: name %q must not contain / (run names join target and matrix values with /)", path, k.Value)
+		}
 		e := reflect.New(elemT.Elem())
 		e.Elem().FieldByName("Name").SetString(k.Value)
 		d.decode(val, e, joinPath(path, k.Value))

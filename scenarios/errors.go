@@ -71,10 +71,7 @@ func (l ErrorList) sorted() ErrorList {
 	out := l[:0]
 	seen := map[string]bool{}
 	for _, e := range l {
-		k := e.Pos.String()
-		if e.Pos.Line == 0 && e.Pos.Set == "" {
-			k = e.Error() // whole-file errors have no position to share
-		}
+		k := e.key() // whole-file errors have no position to share
 		if seen[k] {
 			continue
 		}
@@ -84,17 +81,56 @@ func (l ErrorList) sorted() ErrorList {
 	return out
 }
 
-type errs struct{ list ErrorList }
+// maxErrors bounds the problems one load reports: past it more help no one,
+// and building each message (with its suggestions) costs time.
+const maxErrors = 200
+
+type errs struct {
+	list    ErrorList
+	seen    map[string]bool
+	dropped int
+}
+
+// key is what sorted deduplicates on.
+func (e *Error) key() string {
+	if e.Pos.Line == 0 && e.Pos.Set == "" {
+		return e.Error()
+	}
+	return e.Pos.String()
+}
 
 func (e *errs) add(p Pos, format string, args ...any) {
-	e.list = append(e.list, &Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
+	if e.full() {
+		e.dropped++
+		return
+	}
+	e.append(&Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
 }
+
+func (e *errs) append(x *Error) {
+	if e.seen == nil {
+		e.seen = map[string]bool{}
+	}
+	// The same mistake is met in every matrix expansion; only the first
+	// at a position is kept (as sorted does), so repeats never fill the cap.
+	if k := x.key(); !e.seen[k] {
+		e.seen[k] = true
+		e.list = append(e.list, x)
+	}
+}
+
+// full reports whether further errors are only counted.
+func (e *errs) full() bool { return len(e.list) >= maxErrors }
 
 func (e *errs) err() error {
 	if len(e.list) == 0 {
 		return nil
 	}
-	return e.list.sorted()
+	out := e.list.sorted()
+	if e.dropped > 0 {
+		out = append(out, &Error{Pos: out[len(out)-1].Pos, Msg: fmt.Sprintf("… and more problems not shown (%d reported at most); fix these first", maxErrors)})
+	}
+	return out
 }
 
 // suggest returns ` (did you mean "x"?)` for the closest known word, or "".

@@ -1,6 +1,9 @@
 package scenarios
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +18,22 @@ import (
 func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *yaml.Node {
 	e := d.errs
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		e.list = append(e.list, syntaxError(file, data, err))
+		return nil
+	}
+	// A second document would be dropped without a word; one scenario is
+	// one document.
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		e.list = append(e.list, syntaxError(file, data, err))
+		return nil
+	case len(next.Content) > 0:
+		c := next.Content[0]
+		e.add(Pos{File: file, Line: c.Line, Col: c.Column}, "a second YAML document (after ---): a scenario file holds one document; remove the --- line or split the file")
 		return nil
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -62,7 +79,7 @@ func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *y
 				return nil
 			}
 		}
-		b, err := os.ReadFile(path)
+		b, err := readScenario(path)
 		if err != nil {
 			d.errorf(pn, "include %q: cannot read %s: %v (paths are relative to the including file)", pn.Value, path, err)
 			continue
@@ -145,6 +162,7 @@ func merge(dst, src *yaml.Node) {
 // itself never reaches the effective scenario.
 func applyProfile(d *decoder, root *yaml.Node, name string) {
 	profiles := removeKey(root, "profiles")
+	checkProfileKeys(d, profiles, name)
 	if name == "" {
 		return
 	}
@@ -167,4 +185,23 @@ func applyProfile(d *decoder, root *yaml.Node, name string) {
 		return
 	}
 	d.errs.add(d.pos(profiles), "--profile %s: no such profile%s (profiles: %s)", name, suggest(name, names), strings.Join(names, ", "))
+}
+
+// checkProfileKeys reports unknown keys in the profiles that are not
+// selected, so a typo there fails now, not on the day the profile is used.
+// Only key names are checked: values may still hold references, and the
+// selected profile is checked in full after merging.
+func checkProfileKeys(d *decoder, profiles *yaml.Node, selected string) {
+	if profiles == nil || profiles.Kind != yaml.MappingNode {
+		return
+	}
+	kd := &decoder{file: d.file, files: d.files, sets: d.sets, errs: d.errs, keysOnly: true}
+	for i := 0; i+1 < len(profiles.Content); i += 2 {
+		k, v := profiles.Content[i], resolveAlias(profiles.Content[i+1])
+		if k.Value == selected || v.Kind != yaml.MappingNode {
+			continue
+		}
+		var doc document
+		kd.decode(v, reflectValue(&doc), "profiles."+k.Value)
+	}
 }

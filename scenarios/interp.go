@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -17,6 +18,9 @@ type interp struct {
 	env    func(string) (string, bool)
 	matrix map[string]string
 	final  bool
+	// pending are the vars declared below the one being defined, so a
+	// forward reference is told apart from a misspelt one.
+	pending map[string]bool
 }
 
 type ref struct {
@@ -184,9 +188,21 @@ func (in *interp) resolve(r ref, errf func(string, ...any)) (*string, *yaml.Node
 		if r.def != nil {
 			return r.def, nil, true
 		}
+		if in.pending[r.name] {
+			errf("vars.%s is defined later in vars; a var may use only the vars defined above it (move %s above this one)", r.name, r.name)
+			return nil, nil, false
+		}
+		if in.d.errs.full() {
+			in.d.errs.dropped++
+			return nil, nil, false // the message, with its suggestion, would only be counted
+		}
 		errf("undefined variable vars.%s%s", r.name, knownList("defined vars", in.order, r.name))
 		return nil, nil, false
 	case "env":
+		if !isEnvName(r.name) {
+			errf("${env.NAME}: NAME %s", envNameMsg)
+			return nil, nil, false
+		}
 		if v, ok := in.env(r.name); ok {
 			return &v, nil, true
 		}
@@ -218,7 +234,14 @@ func knownList(what string, names []string, got string) string {
 	if len(names) == 0 {
 		return " (no " + what + ")"
 	}
-	return suggest(got, names) + " (" + what + ": " + strings.Join(names, ", ") + ")"
+	// A message names a bounded number of choices, so thousands of
+	// undefined references cost linear, not quadratic, time and memory.
+	const shown = 20
+	list := strings.Join(names[:min(len(names), shown)], ", ")
+	if len(names) > shown {
+		list += fmt.Sprintf(", … %d more", len(names)-shown)
+	}
+	return suggest(got, names) + " (" + what + ": " + list + ")"
 }
 
 // defineVars resolves the vars mapping in order: a var may use env and any
@@ -234,8 +257,14 @@ func (in *interp) defineVars(n *yaml.Node) {
 		}
 		return
 	}
+	in.pending = map[string]bool{}
+	defer func() { in.pending = nil }()
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		in.pending[n.Content[i].Value] = true
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		delete(in.pending, k.Value)
 		if _, dup := in.vars[k.Value]; dup {
 			in.d.errorf(k, "vars: duplicate variable %q", k.Value)
 			continue

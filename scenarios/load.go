@@ -3,7 +3,10 @@ package scenarios
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,12 +28,42 @@ type Options struct {
 	Sets []string
 	// LookupEnv resolves ${env.NAME}; nil means no environment.
 	LookupEnv func(string) (string, bool)
+	// MaxRuns caps the runs the matrix expands to; 0 means DefaultMaxRuns.
+	MaxRuns int
 }
+
+// DefaultMaxRuns bounds matrix expansion: each run costs time and memory
+// at load, and a matrix of a dozen keys would make millions.
+const DefaultMaxRuns = 1000
+
+// MaxFileBytes bounds a scenario file (and each included file): a
+// scenario is a page of YAML, and loading cost grows with it.
+const MaxFileBytes = 1 << 20
+
+// readScenario reads at most MaxFileBytes of path.
+func readScenario(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: the file is over %d MiB", ErrTooLarge, MaxFileBytes>>20)
+	}
+	return data, nil
+}
+
+// ErrTooLarge is returned for a scenario file over MaxFileBytes.
+var ErrTooLarge = errors.New("scenario file too large")
 
 // Load reads, interpolates, expands and validates a scenario file. The error,
 // when not nil, is an ErrorList with every problem found and its position.
 func Load(path string, opts Options) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readScenario(path)
 	if err != nil {
 		return nil, ErrorList{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot read scenario: %v", err)}}
 	}
@@ -54,6 +87,10 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		env = func(string) (string, bool) { return "", false }
 	}
 
+	if len(data) > MaxFileBytes {
+		e.add(Pos{File: file}, "cannot read scenario: %v: the file is over %d MiB", ErrTooLarge, MaxFileBytes>>20)
+		return nil, e.err()
+	}
 	root := d.tree(file, data, 0, []string{file})
 	if root == nil {
 		return nil, e.err()
@@ -116,6 +153,9 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	sum := sha256.Sum256(mb)
 
 	axes := readMatrix(d, mapValue(root, "matrix"))
+	if !capRuns(d, root, axes, opts.MaxRuns) {
+		return nil, e.err()
+	}
 
 	sc := &Scenario{
 		File:      file,
@@ -196,22 +236,79 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 }
 
 // syntaxError turns a yaml.v3 parse error into a positioned Error. yaml.v3
-// reports only a line; the column is that line's first non-blank character.
+// reports only a line, and for some errors the line where the enclosing
+// block starts or none at all, so the common causes are looked for in the
+// text: a tab in the indentation, a key indented to no enclosing level, a
+// control character, an unknown alias.
 func syntaxError(file string, data []byte, err error) *Error {
-	msg := err.Error()
-	line, col := 1, 1
-	if m := yamlLineRE.FindStringSubmatch(strings.SplitN(msg, "\n", 2)[0]); m != nil {
+	msg := strings.TrimPrefix(strings.SplitN(err.Error(), "\n", 2)[0], "yaml: ")
+	lines := strings.Split(string(data), "\n")
+	line := 1
+	if m := yamlLineRE.FindStringSubmatch("yaml: " + msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
-		lines := strings.Split(string(data), "\n")
-		if line-1 < len(lines) {
-			text := lines[line-1]
-			col = len(text) - len(strings.TrimLeft(text, " \t")) + 1
-		}
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return &Error{Pos: Pos{File: file, Line: line, Col: col}, Msg: "YAML syntax error: " + msg}
+	at := func(l, c int, text string) *Error {
+		return &Error{Pos: Pos{File: file, Line: l, Col: c}, Msg: "YAML syntax error: " + text}
+	}
+	// yaml.v3 may name the line before the one at fault.
+	from := max(line-1, 1)
+	switch {
+	case strings.Contains(msg, "tab") || strings.Contains(msg, "cannot start any token"):
+		for i := from - 1; i < len(lines) && i <= line; i++ {
+			indent := lines[i][:len(lines[i])-len(strings.TrimLeft(lines[i], " \t"))]
+			if k := strings.IndexByte(indent, '\t'); k >= 0 {
+				return at(i+1, k+1, "a tab in the indentation; YAML indents with spaces only ("+msg+")")
+			}
+		}
+	case strings.HasPrefix(msg, "did not find expected key"), strings.HasPrefix(msg, "did not find expected '-' indicator"):
+		if l, c, ok := misindented(lines); ok && l >= from {
+			return at(l, c, fmt.Sprintf("this line is indented to column %d, which matches no enclosing key (%s)", c, msg))
+		}
+	case strings.HasPrefix(msg, "control characters are not allowed"):
+		for i, text := range lines {
+			if k := strings.IndexFunc(text, func(r rune) bool { return r < ' ' && r != '\t' && r != '\r' || r == 0x7f }); k >= 0 {
+				return at(i+1, k+1, msg)
+			}
+		}
+	case strings.HasPrefix(msg, "unknown anchor '"):
+		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "unknown anchor '"), "'")
+		for i, text := range lines {
+			if k := strings.Index(text, "*"+name); k >= 0 {
+				return at(i+1, k+1, msg+" (define it with &"+name+" before it is used)")
+			}
+		}
+	}
+	col := 1
+	if line-1 < len(lines) {
+		text := lines[line-1]
+		col = len(text) - len(strings.TrimLeft(text, " \t")) + 1
+	}
+	return at(line, col, msg)
+}
+
+// misindented finds the first line that dedents to a column no line above
+// it started at, the usual cause of yaml.v3's "did not find expected key".
+func misindented(lines []string) (line, col int, ok bool) {
+	var levels []int
+	for i, text := range lines {
+		trimmed := strings.TrimLeft(text, " ")
+		if strings.TrimSpace(trimmed) == "" || trimmed[0] == '#' {
+			continue
+		}
+		ind := len(text) - len(trimmed)
+		if len(levels) == 0 || ind > levels[len(levels)-1] {
+			levels = append(levels, ind)
+			continue
+		}
+		for len(levels) > 0 && levels[len(levels)-1] > ind {
+			levels = levels[:len(levels)-1]
+		}
+		if len(levels) == 0 || levels[len(levels)-1] != ind {
+			return i + 1, ind + 1, true
+		}
+	}
+	return 0, 0, false
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {
@@ -266,6 +363,41 @@ func readMatrix(d *decoder, n *yaml.Node) []MatrixAxis {
 	return axes
 }
 
+// capRuns refuses a matrix that expands to more than max runs, before
+// any is built: expansion costs time and memory per run.
+func capRuns(d *decoder, root *yaml.Node, axes []MatrixAxis, max int) bool {
+	if max <= 0 {
+		max = DefaultMaxRuns
+	}
+	targets := 1
+	if t := resolveAlias(mapValue(root, "targets")); t != nil && t.Kind == yaml.MappingNode && len(t.Content) > 2 {
+		targets = len(t.Content) / 2
+	}
+	runs, exact := targets, true
+	var sizes []string
+	for _, ax := range axes {
+		sizes = append(sizes, fmt.Sprintf("%s: %d", ax.Key, len(ax.Values)))
+		if k := len(ax.Values); k > 0 && exact {
+			if runs > math.MaxInt/k {
+				exact = false // the count itself would overflow
+				continue
+			}
+			runs *= k
+		}
+	}
+	if exact && runs <= max {
+		return true
+	}
+	n := mapValue(root, "matrix")
+	what := strconv.Itoa(runs)
+	if !exact {
+		what = "more than " + strconv.Itoa(math.MaxInt)
+	}
+	d.errorf(n, "matrix: expands to %s runs (%s values × %d target(s)); at most %d: drop values or keys, or split the scenario into several files",
+		what, strings.Join(sizes, ", "), targets, max)
+	return false
+}
+
 // combinations expands the matrix with the first key outermost, so
 // {transport: [direct, relay], cache: [cached, stateless]} gives
 // direct/cached, direct/stateless, relay/cached, relay/stateless.
@@ -287,6 +419,19 @@ func combinations(axes []MatrixAxis) [][]Param {
 // validateSchema checks the expanded document against the published
 // scenario schema, so the schema editors use and the loader never disagree.
 func validateSchema(d *decoder, n *yaml.Node) {
+	// The schema asks of vars only that it is a mapping, and yaml.v3
+	// decodes a mapping in time quadratic in its keys (40,000 vars took
+	// 23 s), so an empty mapping stands in for it.
+	if n.Kind == yaml.MappingNode {
+		c := *n
+		c.Content = append([]*yaml.Node{}, n.Content...)
+		for i := 0; i+1 < len(c.Content); i += 2 {
+			if c.Content[i].Value == "vars" && resolveAlias(c.Content[i+1]).Kind == yaml.MappingNode {
+				c.Content[i+1] = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: c.Content[i+1].Line, Column: c.Content[i+1].Column}
+			}
+		}
+		n = &c
+	}
 	var v any
 	if err := n.Decode(&v); err != nil {
 		d.errorf(n, "%v", err)

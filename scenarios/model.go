@@ -98,6 +98,22 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 			kindNode = resolveAlias(n.Content[i+1])
 		}
 	}
+	if kindNode == nil && d.keysOnly {
+		// A profile may override a target without restating its kind:
+		// its keys are fine if either kind knows them all.
+		var best *errs
+		for _, v := range []any{&OpenAITarget{}, &SeamTarget{}} {
+			try := &errs{}
+			sub := *d
+			sub.errs = try
+			sub.decode(n, reflectValue(v), path)
+			if best == nil || len(try.list) < len(best.list) {
+				best = try
+			}
+		}
+		d.errs.list = append(d.errs.list, best.list...)
+		return
+	}
 	if kindNode == nil {
 		d.errorf(n, "%s: missing kind (one of %s, %s, %s)", path, KindSeam, KindOpenAI, KindEmbedded)
 		return

@@ -1,0 +1,154 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// matrixScenario has keys axes of values values each; the seam target
+// ignores the matrix values, which only name the runs.
+func matrixScenario(keys, values int) string {
+	var b strings.Builder
+	b.WriteString("matrix:\n")
+	for k := 0; k < keys; k++ {
+		fmt.Fprintf(&b, "  k%d: [", k)
+		for v := 0; v < values; v++ {
+			if v > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "v%d", v)
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("targets:\n  route: {kind: seam, transport: direct, cache: cached, output_tokens: [a]}\nphases: {decode: {tokens: 1}}\n")
+	return b.String()
+}
+
+func TestMatrixRunCap(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		keys, values int
+		max          int
+		want         string // "" loads
+	}{
+		{name: "exactly the cap loads", keys: 2, values: 3, max: 9},
+		{name: "4^6 refused", keys: 6, values: 4, want: "m.yaml:2:3: matrix: expands to 4096 runs (k0: 4, k1: 4, k2: 4, k3: 4, k4: 4, k5: 4 values × 1 target(s)); at most 1000"},
+		{name: "12 keys refused", keys: 12, values: 10, want: "expands to 1000000000000 runs"},
+		{name: "overflowing count refused", keys: 40, values: 10, want: "expands to more than"},
+		{name: "a lower cap", keys: 2, values: 4, max: 10, want: "expands to 16 runs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			sc, err := Parse("m.yaml", []byte(matrixScenario(tc.keys, tc.values)), Options{LookupEnv: noEnv, MaxRuns: tc.max})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(sc.Runs) != tc.max {
+					t.Fatalf("%d runs, want %d", len(sc.Runs), tc.max)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("errors:\n%v\nwant one containing %q", err, tc.want)
+			}
+			// Refused before anything is expanded.
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("refusing took %v", d)
+			}
+		})
+	}
+}
+
+func TestScenarioFileSizeCap(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	pad := "# " + strings.Repeat("x", 1000) + "\n"
+	if err := os.WriteFile(big, []byte(strings.Repeat(pad, MaxFileBytes/len(pad)+1)+"phases: {decode: {}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readScenario(big); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("readScenario: want ErrTooLarge, got %v", err)
+	}
+	inc := filepath.Join(dir, "inc.yaml")
+	if err := os.WriteFile(inc, []byte("include: big.yaml\nphases: {decode: {}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, file, want string }{
+		{name: "the file", file: big, want: big + ": cannot read scenario: scenario file too large: the file is over 1 MiB"},
+		{name: "an included file", file: inc, want: inc + ":1:10: include \"big.yaml\": cannot read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.file, Options{LookupEnv: noEnv})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("errors:\n%v\nwant one containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Parse("p.yaml", make([]byte, MaxFileBytes+1), Options{}); err == nil || !strings.Contains(err.Error(), "over 1 MiB") {
+		t.Fatalf("Parse of %d bytes: %v", MaxFileBytes+1, err)
+	}
+}
+
+// 40,000 undefined references used to build 40,000 messages each listing
+// every var: quadratic time and gigabytes.
+func TestManyUndefinedVarsStayLinear(t *testing.T) {
+	src := manyVars("${vars.n%d}", "phases: {decode: {}}\n")
+	start := time.Now()
+	_, err := Parse("u.yaml", src, Options{LookupEnv: noEnv})
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("want an ErrorList, got %v", err)
+	}
+	if len(list) > maxErrors+1 || !strings.Contains(list[len(list)-1].Msg, "more problems not shown") {
+		t.Errorf("%d errors, the last %q; want at most %d and a note", len(list), list[len(list)-1].Msg, maxErrors+1)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("loading took %v", d)
+	}
+}
+
+// BenchmarkLoad1kRuns loads a matrix at the default cap (10×10×10).
+func BenchmarkLoad1kRuns(b *testing.B) {
+	src := []byte(matrixScenario(3, 10))
+	for b.Loop() {
+		sc, err := Parse("m.yaml", src, Options{LookupEnv: noEnv})
+		if err != nil || len(sc.Runs) != 1000 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The schema check decoded the whole document, and yaml.v3 decodes a
+// mapping in time quadratic in its keys: 40,000 vars took 23 s.
+func TestManyVarsLoadInLinearTime(t *testing.T) {
+	src := manyVars("x%d", "name: ${vars.v39999}\ntargets:\n  route: {kind: seam, transport: direct, cache: cached, output_tokens: [a]}\nphases: {decode: {tokens: 1}}\n")
+	start := time.Now()
+	sc, err := Parse("v.yaml", src, Options{LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Name != "x39999" || len(sc.Vars) != 40000 {
+		t.Errorf("name %q, %d vars", sc.Name, len(sc.Vars))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("loading took %v", d)
+	}
+}
+
+// manyVars is a scenario with 40,000 vars v0..v39999, var i holding
+// fmt.Sprintf(value, i), followed by rest.
+func manyVars(value, rest string) []byte {
+	var b strings.Builder
+	b.WriteString("vars:\n")
+	for i := 0; i < 40000; i++ {
+		fmt.Fprintf(&b, "  v%d: "+value+"\n", i, i)
+	}
+	b.WriteString(rest)
+	return []byte(b.String())
+}
