@@ -93,7 +93,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			switch args[1] {
 			case "run":
 				fs, _ := runFlags(stderr)
-				fmt.Fprintf(stdout, "Usage: tollgate run SCENARIO [flags]\n\nFlags:\n%s", fs.FlagUsages())
+				fmt.Fprintf(stdout, "Usage: tollgate run SCENARIO [flags]\n\nFlags:\n%s\n%s", fs.FlagUsages(), runOutputsHelp)
 				return ExitPass
 			case "validate":
 				fs, _ := validateFlags(stderr)
@@ -122,6 +122,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "tollgate: unknown command %q\n\n%s", args[0], usage)
 	return ExitInvalid
 }
+
+const runOutputsHelp = `Outputs:
+  Each output path is checked before anything is sent: one that cannot be
+  written, that is empty (--json-out=), that names the scenario file or the
+  baseline, or that two outputs share, exits 2. "-" writes --json-out,
+  --junit, --markdown or --csv to standard output (one of them at most);
+  the text summary, the "wrote" lines and GitHub annotations then go to
+  standard error. An output that cannot be written is named on stderr and
+  the exit code is at least 3 (1 when a gate failed).
+`
 
 type runOptions struct {
 	out         *outputs
@@ -304,7 +314,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return ExitInvalid
 	}
-	if err := o.out.check(); err != nil {
+	if err := o.out.check(fs, map[string]string{"scenario file": path, "baseline": o.baseline}); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		return ExitInvalid
 	}
@@ -314,8 +324,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return ExitInvalid
 	}
 	// GitHub workflow commands are for the runner, not the reader: they go
-	// out even with --quiet.
-	ciStdout := stdout
+	// out even with --quiet. An output given "-" owns stdout: the summary
+	// and the workflow commands then go to stderr, so that stdout can be
+	// piped into a parser.
+	dataStdout, ciStdout := stdout, stdout
+	if o.out.toStdout() {
+		stdout, ciStdout = stderr, stderr
+	}
 	if o.quiet {
 		stdout = io.Discard
 	}
@@ -356,7 +371,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
 		verdict.OutputFailed = true
 	}
-	if err := o.out.write(rep, base, stdout); err != nil {
+	if err := o.out.write(rep, base, dataStdout, stdout); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		verdict.OutputFailed = true
 	}
