@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -153,7 +151,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	fs.BoolVar(&o.noGate, "no-gate", false, "measure and report without judging the gates")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set targets.route.activation_bytes=8192")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout and no progress; errors still go to stderr")
-	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines (load phases keep none in memory)")
+	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines, written out at least every second and on every signal (load phases keep none in memory)")
 	o.out.extra["--samples-out"] = &o.samplesOut
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
@@ -318,7 +316,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		return ExitInvalid
 	}
-	samples, closeSamples, err := openSamples(o.samplesOut)
+	samples, err := openSamples(o.samplesOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate run: --samples-out: %v\n", err)
 		return ExitInvalid
@@ -335,7 +333,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		stdout = io.Discard
 	}
 
-	ctx, stop := signalContext(stderr)
+	ctx, stop := signalContext(stderr, samples)
 	defer stop()
 
 	opts := engine.Options{ToolVersion: toolVersion(), LookupEnv: os.LookupEnv}
@@ -362,10 +360,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 	// Every output is attempted even when one fails: what was measured is
 	// kept wherever it can be. A report that fails its schema is an output
-	// failure even when no JSON file was asked for.
+	// failure (exit 3) even when no JSON file was asked for; --json-out
+	// then says so itself, and keeps it as PATH.invalid.json.
 	if _, err := report.Marshal(rep); err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		verdict.OutputFailed = true
+		if o.out.path("json-out") == "" {
+			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		}
 	}
 	if err := text.Summary(stdout, rep); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
@@ -379,11 +380,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		verdict.OutputFailed = true
 	}
-	if err := closeSamples(); err != nil {
+	if err := samples.close(); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: --samples-out %s: %v\n", o.samplesOut, err)
 		verdict.OutputFailed = true
 	}
 	_, code := gates.Verdict(verdict)
+	if ctx.Err() != nil {
+		// A signal while the outputs were written: they were finished, and
+		// the exit code still says the run was interrupted.
+		code = ExitInterrupted
+	}
 	return code
 }
 
@@ -417,29 +423,6 @@ func judge(rep *report.Report, p *prepared, base *report.Report, baseEnv map[str
 		}
 	}
 	return verdict
-}
-
-// openSamples opens --samples-out; close flushes it and reports the first
-// error any write met.
-func openSamples(path string) (*sampleWriter, func() error, error) {
-	if path == "" {
-		return nil, func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	samples := &sampleWriter{enc: json.NewEncoder(bw)}
-	return samples, func() error {
-		if err := bw.Flush(); err != nil && samples.err == nil {
-			samples.err = err
-		}
-		if err := f.Close(); err != nil && samples.err == nil {
-			samples.err = err
-		}
-		return samples.err
-	}, nil
 }
 
 // ciOutputs writes the GitHub Actions step summary and annotations when
@@ -477,8 +460,9 @@ func appendFile(path string, b []byte) error {
 }
 
 // signalContext is canceled by the first SIGINT/SIGTERM, so the run stops
-// sending and writes what it has; a second signal exits at once.
-func signalContext(stderr io.Writer) (context.Context, func()) {
+// sending and writes what it has; a second signal exits at once. Each
+// signal writes out the samples streamed so far (samples may be nil).
+func signalContext(stderr io.Writer, samples *sampleWriter) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -487,12 +471,14 @@ func signalContext(stderr io.Writer) (context.Context, func()) {
 		select {
 		case <-ch:
 			fmt.Fprintln(stderr, "tollgate: interrupted; finishing the partial report (interrupt again to quit now)")
+			samples.flush()
 			cancel()
 		case <-done:
 			return
 		}
 		select {
 		case <-ch:
+			samples.flushForExit()
 			os.Exit(ExitInterrupted)
 		case <-done:
 		}

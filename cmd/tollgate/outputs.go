@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -202,6 +203,17 @@ func (o *outputs) write(rep, base *report.Report, stdout, wrote io.Writer) error
 		} else if err == nil {
 			err = report.WriteFile(path, b.Bytes())
 		}
+		var invalid *report.InvalidError
+		if errors.As(err, &invalid) && path != stdoutPath {
+			// What was measured is kept, beside the path and under a name
+			// no reader of reports takes for one, with what is wrong.
+			kept := path + ".invalid.json"
+			if werr := writeInvalid(kept, invalid); werr != nil {
+				err = fmt.Errorf("%w (and keeping it as %s: %w)", err, kept, werr)
+			} else {
+				err = fmt.Errorf("%w\n(the report that failed validation was written to %s, with these errors)", err, kept)
+			}
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", f.flag, err))
 			continue
@@ -211,4 +223,33 @@ func (o *outputs) write(rep, base *report.Report, stdout, wrote io.Writer) error
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// writeInvalid writes a report that failed its schema, with the
+// validation errors, as one JSON document.
+func writeInvalid(path string, inv *report.InvalidError) error {
+	var problems []string
+	for l := range strings.Lines(inv.Err.Error()) {
+		if l = strings.TrimSpace(l); l != "" {
+			problems = append(problems, l)
+		}
+	}
+	data, err := json.MarshalIndent(struct {
+		ValidationErrors []string        `json:"validation_errors"`
+		Report           json.RawMessage `json:"report"`
+	}{problems, inv.Data}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return report.WriteFile(path, append(data, '\n'))
+}
+
+// path is the path given for the format flag, "" when none.
+func (o *outputs) path(flag string) string {
+	for i, f := range o.fmts {
+		if f.flag == flag {
+			return *o.paths[i]
+		}
+	}
+	return ""
 }
