@@ -25,10 +25,21 @@ func Marshal(r *Report) ([]byte, error) {
 		return nil, fmt.Errorf("report: re-decoding: %w", err)
 	}
 	if err := schema.ValidateReport(v); err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, &InvalidError{Data: buf.Bytes(), Err: err}
 	}
 	return buf.Bytes(), nil
 }
+
+// InvalidError is a report that failed its schema. Data is the encoded
+// report all the same, so a caller can keep what was measured for a person
+// to inspect; it is never to be written where a report is expected.
+type InvalidError struct {
+	Data []byte
+	Err  error
+}
+
+func (e *InvalidError) Error() string { return "report: " + e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
 
 // WriteFile writes data to path atomically: a temporary file in the same
 // directory, synced, then renamed over path. A crash leaves the old file or

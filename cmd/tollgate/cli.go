@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,7 +91,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			switch args[1] {
 			case "run":
 				fs, _ := runFlags(stderr)
-				fmt.Fprintf(stdout, "Usage: tollgate run SCENARIO [flags]\n\nFlags:\n%s", fs.FlagUsages())
+				fmt.Fprintf(stdout, "Usage: tollgate run SCENARIO [flags]\n\nFlags:\n%s\n%s", fs.FlagUsages(), runOutputsHelp)
 				return ExitPass
 			case "validate":
 				fs, _ := validateFlags(stderr)
@@ -123,6 +121,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return ExitInvalid
 }
 
+const runOutputsHelp = `Outputs:
+  Each output path is checked before anything is sent: one that cannot be
+  written, that is empty (--json-out=), that names the scenario file or the
+  baseline, or that two outputs share, exits 2. "-" writes --json-out,
+  --junit, --markdown or --csv to standard output (one of them at most);
+  the text summary, the "wrote" lines and GitHub annotations then go to
+  standard error. An output that cannot be written is named on stderr and
+  the exit code is at least 3 (1 when a gate failed).
+`
+
 type runOptions struct {
 	out         *outputs
 	noGate      bool
@@ -143,7 +151,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	fs.BoolVar(&o.noGate, "no-gate", false, "measure and report without judging the gates")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set targets.route.activation_bytes=8192")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout and no progress; errors still go to stderr")
-	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines (load phases keep none in memory)")
+	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines, written out at least every second and on every signal (load phases keep none in memory)")
 	o.out.extra["--samples-out"] = &o.samplesOut
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
@@ -308,23 +316,28 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return ExitInvalid
 	}
-	if err := o.out.check(); err != nil {
+	if err := o.out.check(fs, map[string]string{"scenario file": path, "baseline": o.baseline}); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		return ExitInvalid
 	}
-	samples, closeSamples, err := openSamples(o.samplesOut)
+	samples, err := openSamples(o.samplesOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate run: --samples-out: %v\n", err)
 		return ExitInvalid
 	}
 	// GitHub workflow commands are for the runner, not the reader: they go
-	// out even with --quiet.
-	ciStdout := stdout
+	// out even with --quiet. An output given "-" owns stdout: the summary
+	// and the workflow commands then go to stderr, so that stdout can be
+	// piped into a parser.
+	dataStdout, ciStdout := stdout, stdout
+	if o.out.toStdout() {
+		stdout, ciStdout = stderr, stderr
+	}
 	if o.quiet {
 		stdout = io.Discard
 	}
 
-	ctx, stop := signalContext(stderr)
+	ctx, stop := signalContext(stderr, samples)
 	defer stop()
 
 	opts := engine.Options{ToolVersion: toolVersion(), LookupEnv: os.LookupEnv}
@@ -351,16 +364,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 	// Every output is attempted even when one fails: what was measured is
 	// kept wherever it can be. A report that fails its schema is an output
-	// failure even when no JSON file was asked for.
+	// failure (exit 3) even when no JSON file was asked for; --json-out
+	// then says so itself, and keeps it as PATH.invalid.json.
 	if _, err := report.Marshal(rep); err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		verdict.OutputFailed = true
+		if o.out.path("json-out") == "" {
+			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		}
 	}
 	if err := text.Summary(stdout, rep); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
 		verdict.OutputFailed = true
 	}
-	if err := o.out.write(rep, base, stdout); err != nil {
+	if err := o.out.write(rep, base, dataStdout, stdout); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		verdict.OutputFailed = true
 	}
@@ -368,11 +384,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		verdict.OutputFailed = true
 	}
-	if err := closeSamples(); err != nil {
+	if err := samples.close(); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: --samples-out %s: %v\n", o.samplesOut, err)
 		verdict.OutputFailed = true
 	}
 	_, code := gates.Verdict(verdict)
+	if ctx.Err() != nil {
+		// A signal while the outputs were written: they were finished, and
+		// the exit code still says the run was interrupted.
+		code = ExitInterrupted
+	}
 	return code
 }
 
@@ -406,29 +427,6 @@ func judge(rep *report.Report, p *prepared, base *report.Report, baseEnv map[str
 		}
 	}
 	return verdict
-}
-
-// openSamples opens --samples-out; close flushes it and reports the first
-// error any write met.
-func openSamples(path string) (*sampleWriter, func() error, error) {
-	if path == "" {
-		return nil, func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	samples := &sampleWriter{enc: json.NewEncoder(bw)}
-	return samples, func() error {
-		if err := bw.Flush(); err != nil && samples.err == nil {
-			samples.err = err
-		}
-		if err := f.Close(); err != nil && samples.err == nil {
-			samples.err = err
-		}
-		return samples.err
-	}, nil
 }
 
 // ciOutputs writes the GitHub Actions step summary and annotations when
@@ -466,8 +464,9 @@ func appendFile(path string, b []byte) error {
 }
 
 // signalContext is canceled by the first SIGINT/SIGTERM, so the run stops
-// sending and writes what it has; a second signal exits at once.
-func signalContext(stderr io.Writer) (context.Context, func()) {
+// sending and writes what it has; a second signal exits at once. Each
+// signal writes out the samples streamed so far (samples may be nil).
+func signalContext(stderr io.Writer, samples *sampleWriter) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -476,12 +475,14 @@ func signalContext(stderr io.Writer) (context.Context, func()) {
 		select {
 		case <-ch:
 			fmt.Fprintln(stderr, "tollgate: interrupted; finishing the partial report (interrupt again to quit now)")
+			samples.flush()
 			cancel()
 		case <-done:
 			return
 		}
 		select {
 		case <-ch:
+			samples.flushForExit()
 			os.Exit(ExitInterrupted)
 		case <-done:
 		}

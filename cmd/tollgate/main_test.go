@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -679,6 +682,17 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
+	err := interruptTwice(t, cmd)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+		t.Errorf("exit %v, want 130", err)
+	}
+}
+
+// interruptTwice sends two SIGINTs 50 ms apart and waits, at most 4 s, for
+// the process to exit.
+func interruptTwice(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
 	_ = cmd.Process.Signal(os.Interrupt)
 	time.Sleep(50 * time.Millisecond)
 	_ = cmd.Process.Signal(os.Interrupt)
@@ -686,13 +700,11 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
-			t.Errorf("exit %v, want 130", err)
-		}
+		return err
 	case <-time.After(4 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatal("still running 4 s after the second signal")
+		return nil
 	}
 }
 
@@ -714,4 +726,48 @@ func TestProgressLine(t *testing.T) {
 	if !strings.HasSuffix(out, "\n") {
 		t.Error("finish must end the line")
 	}
+}
+
+// A signal that arrives while the outputs are being written lets them
+// finish and exits 130. The step summary is a FIFO that nobody reads until
+// the signal was sent, so the run is held in writing its outputs.
+func TestInterruptWhileWritingOutputs(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "summary")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	out := filepath.Join(dir, "r.json")
+	cmd := exec.Command(bin, "run", "examples/quickstart.yaml", "--no-gate", "--json-out", out)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GITHUB_STEP_SUMMARY="+fifo)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "(json-out)") {
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the signal is handled before the summary is opened
+	md, err := os.ReadFile(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("exit %v, want 130", err)
+	}
+	if !strings.Contains(string(md), "quickstart") {
+		t.Errorf("the step summary was not finished:\n%s", md)
+	}
+	readJSONReport(t, out)
 }

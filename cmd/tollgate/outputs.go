@@ -2,9 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -23,11 +29,13 @@ type format struct {
 	// runOnly formats are not offered by tollgate report (the JSON report
 	// is what it reads).
 	runOnly bool
-	write   func(w io.Writer, rep, base *report.Report) error
+	// stdout formats may be given "-" for standard output.
+	stdout bool
+	write  func(w io.Writer, rep, base *report.Report) error
 }
 
 var formats = []format{
-	{flag: "json-out", runOnly: true, usage: "write the JSON report to `PATH` (atomically, after validating it against the report schema)",
+	{flag: "json-out", runOnly: true, stdout: true, usage: "write the JSON report to `PATH` (atomically, after validating it against the report schema; - for stdout)",
 		write: func(w io.Writer, rep, _ *report.Report) error {
 			data, err := report.Marshal(rep)
 			if err == nil {
@@ -37,11 +45,11 @@ var formats = []format{
 		}},
 	{flag: "html", usage: "write a self-contained HTML report to `PATH` (with a baseline: old vs new)",
 		write: func(w io.Writer, rep, base *report.Report) error { return html.Write(w, rep, base) }},
-	{flag: "junit", usage: "write JUnit XML (one testcase per gate) to `PATH`",
+	{flag: "junit", stdout: true, usage: "write JUnit XML (one testcase per gate) to `PATH` (- for stdout)",
 		write: func(w io.Writer, rep, _ *report.Report) error { return junit.Write(w, rep) }},
-	{flag: "markdown", usage: "write a Markdown summary to `PATH` (a run appends it to $GITHUB_STEP_SUMMARY too when set)",
+	{flag: "markdown", stdout: true, usage: "write a Markdown summary to `PATH` (- for stdout; a run appends it to $GITHUB_STEP_SUMMARY too when set)",
 		write: func(w io.Writer, rep, _ *report.Report) error { return markdown.Write(w, rep) }},
-	{flag: "csv", usage: "write the per-request samples kept in the report as CSV to `PATH`",
+	{flag: "csv", stdout: true, usage: "write the per-request samples kept in the report as CSV to `PATH` (- for stdout)",
 		write: func(w io.Writer, rep, _ *report.Report) error { return csv.Write(w, rep) }},
 }
 
@@ -79,20 +87,93 @@ func (o *outputs) any() bool {
 	return false
 }
 
-// check refuses, before anything is sent, a path that could not be written:
-// an hour of measurements must never be lost to a typo in a path.
-func (o *outputs) check() error {
+// stdoutPath names standard output for a format that can stream there.
+const stdoutPath = "-"
+
+// errOutputs is what a refused set of output paths wraps.
+var errOutputs = errors.New("invalid output")
+
+// check refuses, before anything is sent, a path that could not be written
+// or that would clobber something: an hour of measurements must never be
+// lost to a typo in a path. fs tells an empty value given (--json-out=) from
+// none; inputs are files the command reads (the scenario, the baseline),
+// which no output may overwrite.
+func (o *outputs) check(fs *pflag.FlagSet, inputs map[string]string) error {
+	type named struct{ flag, path string }
+	var outs []named
 	for i, f := range o.fmts {
-		if err := checkPath("--"+f.flag, *o.paths[i]); err != nil {
-			return err
+		p := *o.paths[i]
+		if p == "" && fs.Changed(f.flag) {
+			return fmt.Errorf("--%s: %w: an empty path (give a file, or - for stdout)", f.flag, errOutputs)
 		}
+		if p == stdoutPath && !f.stdout {
+			return fmt.Errorf("--%s: %w: - (standard output) is not offered for this format; give a file", f.flag, errOutputs)
+		}
+		outs = append(outs, named{"--" + f.flag, p})
 	}
-	for flag, p := range o.extra {
-		if err := checkPath(flag, *p); err != nil {
+	for _, flag := range slices.Sorted(maps.Keys(o.extra)) {
+		p := *o.extra[flag]
+		if p == "" && fs.Changed(strings.TrimPrefix(flag, "--")) {
+			return fmt.Errorf("%s: %w: an empty path", flag, errOutputs)
+		}
+		if p == stdoutPath {
+			return fmt.Errorf("%s: %w: - (standard output) is not offered here; give a file", flag, errOutputs)
+		}
+		outs = append(outs, named{flag, p})
+	}
+	stdoutBy := ""
+	var seen []named
+	for _, n := range outs {
+		if n.path == "" {
+			continue
+		}
+		if n.path == stdoutPath {
+			if stdoutBy != "" {
+				return fmt.Errorf("%s and %s: %w: both ask for standard output", stdoutBy, n.flag, errOutputs)
+			}
+			stdoutBy = n.flag
+			continue
+		}
+		for _, in := range slices.Sorted(maps.Keys(inputs)) {
+			if inputs[in] != "" && samePath(n.path, inputs[in]) {
+				return fmt.Errorf("%s %s: %w: it is the %s and would be overwritten", n.flag, n.path, errOutputs, in)
+			}
+		}
+		for _, s := range seen {
+			if samePath(n.path, s.path) {
+				return fmt.Errorf("%s and %s: %w: both name %s; only one would be kept", s.flag, n.flag, errOutputs, n.path)
+			}
+		}
+		seen = append(seen, n)
+		if err := checkPath(n.flag, n.path); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// toStdout reports whether an output was given "-": the text summary then
+// goes to standard error, so standard output holds that output alone.
+func (o *outputs) toStdout() bool {
+	for _, p := range o.paths {
+		if *p == stdoutPath {
+			return true
+		}
+	}
+	return false
+}
+
+// samePath reports whether a and b name one file: the same cleaned
+// absolute path, or (when both exist) the same file through a link.
+func samePath(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	bb, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == bb {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 func checkPath(flag, path string) error {
@@ -105,9 +186,10 @@ func checkPath(flag, path string) error {
 	return nil
 }
 
-// write renders each requested file and writes it atomically; every one is
-// attempted even when another fails, and each success is named on wrote.
-func (o *outputs) write(rep, base *report.Report, wrote io.Writer) error {
+// write renders each requested file and writes it atomically (or to stdout
+// for "-"); every one is attempted even when another fails, and each file
+// written is named on wrote.
+func (o *outputs) write(rep, base *report.Report, stdout, wrote io.Writer) error {
 	var errs []error
 	for i, f := range o.fmts {
 		path := *o.paths[i]
@@ -116,14 +198,58 @@ func (o *outputs) write(rep, base *report.Report, wrote io.Writer) error {
 		}
 		var b bytes.Buffer
 		err := f.write(&b, rep, base)
-		if err == nil {
+		if err == nil && path == stdoutPath {
+			_, err = stdout.Write(b.Bytes())
+		} else if err == nil {
 			err = report.WriteFile(path, b.Bytes())
+		}
+		var invalid *report.InvalidError
+		if errors.As(err, &invalid) && path != stdoutPath {
+			// What was measured is kept, beside the path and under a name
+			// no reader of reports takes for one, with what is wrong.
+			kept := path + ".invalid.json"
+			if werr := writeInvalid(kept, invalid); werr != nil {
+				err = fmt.Errorf("%w (and keeping it as %s: %w)", err, kept, werr)
+			} else {
+				err = fmt.Errorf("%w\n(the report that failed validation was written to %s, with these errors)", err, kept)
+			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", f.flag, err))
 			continue
 		}
-		fmt.Fprintf(wrote, "wrote %s (%s)\n", path, f.flag)
+		if path != stdoutPath {
+			fmt.Fprintf(wrote, "wrote %s (%s)\n", path, f.flag)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// writeInvalid writes a report that failed its schema, with the
+// validation errors, as one JSON document.
+func writeInvalid(path string, inv *report.InvalidError) error {
+	var problems []string
+	for l := range strings.Lines(inv.Err.Error()) {
+		if l = strings.TrimSpace(l); l != "" {
+			problems = append(problems, l)
+		}
+	}
+	data, err := json.MarshalIndent(struct {
+		ValidationErrors []string        `json:"validation_errors"`
+		Report           json.RawMessage `json:"report"`
+	}{problems, inv.Data}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return report.WriteFile(path, append(data, '\n'))
+}
+
+// path is the path given for the format flag, "" when none.
+func (o *outputs) path(flag string) string {
+	for i, f := range o.fmts {
+		if f.flag == flag {
+			return *o.paths[i]
+		}
+	}
+	return ""
 }

@@ -50,7 +50,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate report: nothing to write: give --html, --junit, --markdown or --csv PATH\n")
 		return ExitInvalid
 	}
-	if err := o.out.check(); err != nil {
+	if err := o.out.check(fs, map[string]string{"report": fs.Arg(0), "baseline": o.baseline}); err != nil {
 		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
 		return ExitInvalid
 	}
@@ -66,7 +66,11 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			return ExitInvalid
 		}
 	}
-	if err := o.out.write(r, base, stdout); err != nil {
+	wrote := stdout
+	if o.out.toStdout() {
+		wrote = stderr
+	}
+	if err := o.out.write(r, base, stdout, wrote); err != nil {
 		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
 		return ExitNotJudged
 	}

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,7 +30,7 @@ func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Con
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o serveOptions
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8000", "listen on `HOST:PORT` (port 0 picks a free one)")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8000", "listen on `HOST:PORT` (port 0 picks a free one; not HOST:PORT exits 2, cannot bind exits 3)")
 	fs.StringVar(&o.requestLog, "request-log", "", "write one JSON line per generation request to `PATH` (arrival, id, tokens, first/last token send times in Unix ns)")
 	c := sim.Config{}
 	fs.StringVar(&c.Model, "model", d.Model, "the model id served")
@@ -80,6 +84,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitInvalid
 	}
 	o, cfg := get()
+	if err := checkAddr(o.addr); err != nil {
+		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
+		return ExitInvalid
+	}
 	var logFile *os.File
 	if o.requestLog != "" {
 		f, err := os.OpenFile(o.requestLog, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
@@ -125,4 +133,48 @@ func serveUntil(ctx context.Context, addr string, cfg sim.Config, stdout, stderr
 		return ExitNotJudged
 	}
 	return ExitPass
+}
+
+// errAddr is what an --addr that is not HOST:PORT wraps.
+var errAddr = errors.New("invalid --addr")
+
+// checkAddr refuses an address that no machine could listen on, as an
+// invalid invocation (exit 2); a well-formed one that cannot be bound here
+// (in use, not permitted, not a local address) is the run's failure (3).
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w %q: %w (want HOST:PORT, e.g. 127.0.0.1:8000)", errAddr, addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%w %q: port %q is not a number from 0 to 65535", errAddr, addr, port)
+	}
+	if host != "" && !validHost(host) {
+		return fmt.Errorf("%w %q: host %q is neither an IP address nor a host name", errAddr, addr, host)
+	}
+	return nil
+}
+
+// validHost accepts an IP address (with a zone) or an RFC 1123 host name
+// whose last label is not all digits, so 999.1.1.1 is refused.
+func validHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	labels := strings.Split(strings.TrimSuffix(h, "."), ".")
+	if len(h) > 253 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	last := labels[len(labels)-1]
+	return strings.Trim(last, "0123456789") != ""
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -135,5 +136,45 @@ func TestServeFlagZeroMeansNone(t *testing.T) {
 	}
 	if cfg.DecodeStep != sim.DefaultConfig().DecodeStep {
 		t.Errorf("DecodeStep = %v, want the default", cfg.DecodeStep)
+	}
+}
+
+// An --addr no machine could listen on is an invalid invocation (2); a
+// well-formed one that cannot be bound here is a failed run (3).
+func TestServeAddr(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, tc := range []struct {
+		name, addr string
+		code       int
+		stderr     string
+	}{
+		{"host and port out of range", "999.1.1.1:99999", ExitInvalid, `port "99999" is not a number from 0 to 65535`},
+		{"port out of range", "127.0.0.1:65536", ExitInvalid, "is not a number from 0 to 65535"},
+		{"negative port", "127.0.0.1:-1", ExitInvalid, "is not a number from 0 to 65535"},
+		{"port not a number", "127.0.0.1:http", ExitInvalid, "is not a number"},
+		{"no port", "127.0.0.1", ExitInvalid, "missing port in address"},
+		{"dotted quad out of range", "999.1.1.1:8000", ExitInvalid, `host "999.1.1.1" is neither an IP address nor a host name`},
+		{"bad character in host", "ex_ample.com:8000", ExitInvalid, "is neither an IP address nor a host name"},
+		{"in use", ln.Addr().String(), ExitNotJudged, "address already in use"},
+		{"not a local address", "192.0.2.1:0", ExitNotJudged, "cannot assign requested address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tollgate(t, "serve", "--addr", tc.addr)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+				t.Fatalf("exit %d, want %d with %q\n%s", r.code, tc.code, tc.stderr, r.stderr)
+			}
+		})
+	}
+}
+
+func TestCheckAddrAccepts(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", ":8000", "localhost:8000", "[::1]:8000", "[fe80::1%lo]:0", "my-host.example.:65535"} {
+		if err := checkAddr(addr); err != nil {
+			t.Errorf("%s: %v", addr, err)
+		}
 	}
 }

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Output paths that would clobber an input or each other, or that name no
+// file, are refused before anything is sent.
+func TestOutputPathsRefused(t *testing.T) {
+	dir := t.TempDir()
+	scenario := filepath.Join(dir, "s.yaml")
+	copyFile(t, "../../examples/quickstart.yaml", scenario)
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink(scenario, link); err != nil {
+		t.Fatal(err)
+	}
+	a := filepath.Join(dir, "a.out")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"json-out is the scenario", []string{"--json-out", scenario}, "is the scenario file"},
+		{"json-out is the scenario, spelt differently", []string{"--json-out", filepath.Join(dir, ".", "x", "..", "s.yaml")}, "is the scenario file"},
+		{"html is a link to the scenario", []string{"--html", link}, "is the scenario file"},
+		{"two outputs share a path", []string{"--json-out", a, "--junit", a}, "--json-out and --junit: invalid output: both name"},
+		{"samples-out shares a path", []string{"--csv", a, "--samples-out", filepath.Join(dir, "a.out")}, "--csv and --samples-out"},
+		{"empty json-out", []string{"--json-out="}, "--json-out: invalid output: an empty path"},
+		{"empty samples-out", []string{"--samples-out="}, "--samples-out: invalid output: an empty path"},
+		{"html to stdout", []string{"--html", "-"}, "--html: invalid output: - (standard output) is not offered"},
+		{"samples to stdout", []string{"--samples-out", "-"}, "--samples-out: invalid output: - (standard output) is not offered"},
+		{"two outputs to stdout", []string{"--json-out", "-", "--csv", "-"}, "both ask for standard output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := os.ReadFile(scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := tollgate(t, append([]string{"run", scenario}, tc.args...)...)
+			if r.code != ExitInvalid || !strings.Contains(r.stderr, tc.stderr) || r.stdout != "" {
+				t.Fatalf("exit %d, want 2 with %q\nstdout:\n%s\nstderr:\n%s", r.code, tc.stderr, r.stdout, r.stderr)
+			}
+			if after, _ := os.ReadFile(scenario); string(after) != string(before) {
+				t.Error("the scenario file was changed")
+			}
+			if _, err := os.Stat(a); err == nil {
+				t.Error("an output was written although nothing ran")
+			}
+		})
+	}
+	// tollgate report refuses an output over the report it reads.
+	rep := filepath.Join(dir, "r.json")
+	if r := tollgate(t, "run", scenario, "-q", "--no-gate", "--json-out", rep); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r := tollgate(t, "report", rep, "--html", rep); r.code != ExitInvalid || !strings.Contains(r.stderr, "is the report") {
+		t.Fatalf("report over itself: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// "-" streams a format to stdout alone; the summary moves to stderr.
+func TestOutputToStdout(t *testing.T) {
+	for _, tc := range []struct {
+		name, flag string
+		valid      func(string) bool
+	}{
+		{"json", "--json-out", func(s string) bool { return json.Valid([]byte(s)) }},
+		{"junit", "--junit", func(s string) bool { return strings.HasPrefix(s, "<?xml") }},
+		{"markdown", "--markdown", func(s string) bool { return strings.HasPrefix(s, "#") }},
+		{"csv", "--csv", func(s string) bool { return strings.Contains(strings.SplitN(s, "\n", 2)[0], ",") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// --no-gate: quickstart's speed gates are not what is tested.
+			r := tollgate(t, "run", "examples/quickstart.yaml", "--no-gate", tc.flag, "-")
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if !tc.valid(r.stdout) {
+				t.Errorf("stdout is not %s alone:\n%s", tc.name, r.stdout)
+			}
+			if !strings.Contains(r.stderr, "quickstart — 1 run") {
+				t.Errorf("the summary is not on stderr:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// An output that cannot be written makes the exit code non-zero and is
+// named: a full disk, and a directory removed while the run goes.
+func TestOutputWriteFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// args are given the output directory, which exists when the run
+		// starts; removeDir removes it while the run goes.
+		args      func(dir string) []string
+		removeDir bool
+		stderr    []string
+	}{
+		{name: "samples-out on a full disk", args: func(string) []string { return []string{"--samples-out", "/dev/full"} },
+			stderr: []string{"--samples-out /dev/full: ", "no space left on device"}},
+		{name: "summary on a full disk", args: func(string) []string { return []string{"--json-out", "-"} },
+			stderr: nil},
+		{name: "directory removed during the run", removeDir: true,
+			args: func(dir string) []string {
+				return []string{"--samples-out", filepath.Join(dir, "s.jsonl"), "--json-out", filepath.Join(dir, "r.json"), "--junit", filepath.Join(dir, "j.xml")}
+			},
+			stderr: []string{"--samples-out " + "DIR/s.jsonl: the file was removed or replaced during the run", "--json-out: writing DIR/r.json", "--junit: writing DIR/j.xml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := os.Stat("/dev/full"); err != nil && !tc.removeDir {
+				t.Skip("no /dev/full")
+			}
+			dir := filepath.Join(t.TempDir(), "out")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"run", "examples/load-sweep.yaml", "--no-gate", "--set", "phases.load.duration=1s"}, tc.args(dir)...)
+			cmd := exec.Command(bin, args...)
+			cmd.Dir = "../.."
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if tc.name == "summary on a full disk" {
+				full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+				if err != nil {
+					t.Skip(err)
+				}
+				defer full.Close()
+				cmd.Stdout = full
+				tc.stderr = []string{"--json-out: write /dev/stdout", "no space left on device"}
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.removeDir {
+				time.Sleep(1500 * time.Millisecond)
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != ExitNotJudged {
+				t.Fatalf("exit %v, want 3\n%s", err, stderr.String())
+			}
+			for _, want := range tc.stderr {
+				want = strings.ReplaceAll(want, "DIR", dir)
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// --samples-out reaches the file as the run goes (at least every second),
+// and a second signal, which exits at once, leaves only whole lines.
+func TestSamplesOutStreams(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "s.jsonl")
+	cmd := exec.Command(bin, "run", "examples/load-sweep.yaml", "-q", "--samples-out", out,
+		"--set", "phases.load.duration=60s", "--set", "phases.load.requests=100000")
+	cmd.Dir = "../.."
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	time.Sleep(3 * time.Second)
+	st, err := os.Stat(out)
+	if err != nil || st.Size() == 0 {
+		t.Errorf("nothing written to --samples-out 3 s into the run (%v)", err)
+	}
+	_ = interruptTwice(t, cmd)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		t.Fatalf("%d bytes, last line not whole", len(data))
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for i, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("line %d is not JSON: %q", i+1, l)
+		}
+	}
+	if st != nil && int64(len(data)) < st.Size() {
+		t.Errorf("the file shrank from %d to %d bytes", st.Size(), len(data))
+	}
+}
+
+// A server answering a negative cached_tokens makes a report that fails its
+// own schema: it is kept as PATH.invalid.json with the errors, the summary
+// is still printed, and the run exits 3.
+func TestInvalidReportKeptBeside(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, ev := range []string{
+				`{"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"hi"}}]}`,
+				`{"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`,
+				`{"id":"x","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":-5}}}`,
+				`[DONE]`,
+			} {
+				fmt.Fprintf(w, "data: %s\n\n", ev)
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	scenario := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scenario, []byte(`targets:
+  s: {kind: openai, base_url: "`+srv.URL+`", model: m}
+phases:
+  decode: {prompt: {text: hello}, max_tokens: 2, repeat: 2}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "r.json")
+	r := tollgate(t, "run", scenario, "--json-out", out)
+	if r.code != ExitNotJudged {
+		t.Fatalf("exit %d, want 3\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "1 run, 0 gates") {
+		t.Errorf("no summary:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "--json-out: report: report does not match its schema") || !strings.Contains(r.stderr, out+".invalid.json") {
+		t.Errorf("stderr does not say what happened:\n%s", r.stderr)
+	}
+	if n := strings.Count(r.stderr, "does not match its schema"); n != 1 {
+		t.Errorf("the validation errors were printed %d times:\n%s", n, r.stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("an invalid report was written at the report's path")
+	}
+	b, err := os.ReadFile(out + ".invalid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept struct {
+		ValidationErrors []string       `json:"validation_errors"`
+		Report           map[string]any `json:"report"`
+	}
+	if err := json.Unmarshal(b, &kept); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(kept.ValidationErrors, "\n"), "cached_tokens: minimum: got -5, want 0") || kept.Report["runs"] == nil {
+		t.Errorf("kept %s", b)
+	}
+}
