@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/iox"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
@@ -32,7 +33,7 @@ import (
 func Write(w io.Writer, r *report.Report, scenarioFile string) error {
 	r = view.Sanitized(r) // the job log is a terminal too
 	scenarioFile = view.Clean(scenarioFile)
-	ew := view.NewErrWriter(w)
+	ew := iox.NewErrWriter(w)
 	var fileProp []string
 	if scenarioFile != "" {
 		fileProp = []string{"file=" + escapeProperty(scenarioFile)}

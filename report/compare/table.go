@@ -30,8 +30,9 @@ func Table(w io.Writer, res *Result) error {
 	// Laid out whole, then cleaned whole (a rune is never split between
 	// writes): names and paths come from the reports, whose runs, phases
 	// and metrics a server can name.
+	// A bytes.Buffer never fails a write: only the final write can.
 	var buf bytes.Buffer
-	ew := &errWriter{w: &buf}
+	ew := &buf
 	fmt.Fprintf(ew, "compare %s: old %s → new %s\n", res.Old.Scenario.Name, when(res.Old), when(res.New))
 	regressed := map[*Metric]bool{}
 	for _, r := range res.Regressions {
@@ -52,9 +53,7 @@ func Table(w io.Writer, res *Result) error {
 		row = append(row, noiseString(m, h))
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
-	if err := tw.Flush(); err != nil && ew.err == nil {
-		ew.err = err
-	}
+	_ = tw.Flush() // into buf: cannot fail
 	fmt.Fprintln(ew, "legend: ! worse beyond noise or a --fail-on regression, + better beyond noise, * changed beyond noise, ~ within noise, ? noise unknown")
 	if len(res.Regressions) > 0 {
 		fmt.Fprintf(ew, "regressions (%d):\n", len(res.Regressions))
@@ -76,9 +75,6 @@ func Table(w io.Writer, res *Result) error {
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(ew, "note: %s\n", n)
-	}
-	if ew.err != nil {
-		return fmt.Errorf("writing comparison: %w", ew.err)
 	}
 	if _, err := io.WriteString(w, textsafe.Clean(buf.String())); err != nil {
 		return fmt.Errorf("writing comparison: %w", err)
@@ -161,21 +157,4 @@ func signed(v float64) string {
 		s = "+" + s
 	}
 	return s
-}
-
-// errWriter keeps the first write error.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = err
-	}
-	return n, err
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/iox"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
@@ -83,7 +84,7 @@ func Write(w io.Writer, r *report.Report) error {
 		Name: "tollgate", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
 		Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite},
 	}
-	ew := view.NewErrWriter(w)
+	ew := iox.NewErrWriter(w)
 	if _, err := io.WriteString(ew, xml.Header); err != nil {
 		return fmt.Errorf("writing JUnit: %w", err)
 	}

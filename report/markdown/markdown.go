@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/iox"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
@@ -31,7 +32,7 @@ import (
 // reaches the page) and fold newlines to spaces.
 func Write(w io.Writer, r *report.Report) error {
 	r = view.Sanitized(r)
-	ew := view.NewErrWriter(w)
+	ew := iox.NewErrWriter(w)
 	fmt.Fprintf(ew, "## tollgate: %s — %s\n\n", inline(r.Scenario.Name), statusWord(r))
 	info := view.Plural(len(r.Runs), "run") + ", " + view.Plural(len(r.Gates), "gate")
 	if r.Scenario.File != "" {

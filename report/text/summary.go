@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tollgate-dev/tollgate/internal/iox"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
@@ -17,7 +18,7 @@ import (
 // Summary writes the human-readable summary of a report.
 func Summary(w io.Writer, r *report.Report) error {
 	r = view.Sanitized(r) // no raw control byte from the wire reaches a terminal
-	ew := view.NewErrWriter(w)
+	ew := iox.NewErrWriter(w)
 	gates := view.Plural(len(r.Gates), "gate")
 	switch r.Status {
 	case report.StatusIncomplete:

@@ -1,4 +1,5 @@
-package view
+// Package iox holds small io helpers shared by the renderers.
+package iox
 
 import "io"
 
