@@ -327,17 +327,25 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 			prefixes = append(prefixes, openai.SyntheticPrompt(seed, 3_000_000+g, words(sp.PrefixTokens), ""))
 		}
 	}
-	build := func(i int) (measure.Request, int, string) {
+	// shape draws request i's sizes; its prompt is made apart.
+	type shape struct {
+		tokens, maxTokens int
+		prefix            string
+	}
+	build := func(i int) shape {
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
-		tokens := mean
+		sh := shape{tokens: mean}
 		if len(p.PromptTokens) == 0 && p.PromptDist != nil {
-			tokens = draw(p.PromptDist, rng)
+			sh.tokens = draw(p.PromptDist, rng)
 		}
-		prefix := ""
 		if len(prefixes) > 0 {
-			prefix = prefixes[i%len(prefixes)]
+			sh.prefix = prefixes[i%len(prefixes)]
 		}
-		return r.request("", nil, maxTokens(rng)), tokens, prefix
+		sh.maxTokens = maxTokens(rng)
+		return sh
+	}
+	request := func(sh shape, prompt string) measure.Request {
+		return sized(r.request(prompt, nil, sh.maxTokens), sh.tokens, p)
 	}
 	text := func(i, tokens int, prefix string) string {
 		if prefix != "" {
@@ -350,8 +358,8 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 		// Sized by the phase's tokens per word; with calibration on, the
 		// server's own counts still judge every request afterwards.
 		return func(i int) measure.Request {
-			req, tokens, prefix := build(i)
-			return sized(r.withPrompt(req, text(i, tokens, prefix)), tokens, p)
+			sh := build(i)
+			return request(sh, text(i, sh.tokens, sh.prefix))
 		}, nil
 	}
 	// Every request's own prompt is calibrated before any is sent (the
@@ -360,19 +368,19 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 	reqs := make([]measure.Request, total)
 	counts, misses := 0, 0
 	for i := range reqs {
-		req, tokens, prefix := build(i)
-		initial := words(tokens)
-		if prefix != "" {
-			initial = words(tokens - p.Shared.PrefixTokens)
+		sh := build(i)
+		initial := words(sh.tokens)
+		if sh.prefix != "" {
+			initial = words(sh.tokens - p.Shared.PrefixTokens)
 		}
-		c, err := r.send.calibrate(ctx, tokens, seed, measure.CalibrateOptions{Model: r.model, Index: i, SharedPrefix: prefix, InitialWords: initial, MaxIterations: 6})
+		c, err := r.send.calibrate(ctx, sh.tokens, seed, measure.CalibrateOptions{Model: r.model, Index: i, SharedPrefix: sh.prefix, InitialWords: initial, MaxIterations: 6})
 		counts += c.Iterations
 		prompt := c.Prompt
 		if err != nil || prompt == "" {
 			misses++
-			prompt = text(i, tokens, prefix)
+			prompt = text(i, sh.tokens, sh.prefix)
 		}
-		reqs[i] = sized(r.withPrompt(req, prompt), tokens, p)
+		reqs[i] = request(sh, prompt)
 	}
 	ph.Calibration = append(ph.Calibration, report.CalibrationResult{TargetTokens: mean, Tokens: mean, Method: method,
 		Iterations: counts, Request: fmt.Sprintf("%s (%d prompts, each calibrated)", p.Name, total)})
@@ -383,8 +391,8 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 		if i < len(reqs) {
 			return reqs[i]
 		}
-		req, tokens, prefix := build(i)
-		return sized(r.withPrompt(req, text(i, tokens, prefix)), tokens, p)
+		sh := build(i)
+		return request(sh, text(i, sh.tokens, sh.prefix))
 	}, nil
 }
 
@@ -396,13 +404,6 @@ const maxCalibratedLoadPrompts = 20_000
 // probe is a completion per count, too dear to run per request.
 func cheapCount(method string) bool {
 	return method == openai.MethodCountTokens || method == openai.MethodTokenize || method == "shape"
-}
-
-// withPrompt puts text into req as the chat message or completions prompt.
-func (r *runner) withPrompt(req measure.Request, text string) measure.Request {
-	out := r.request(text, nil, req.MaxTokens)
-	out.ExtraBody = req.ExtraBody
-	return out
 }
 
 // draw samples a token count from a distribution, clamped to [min, max].
