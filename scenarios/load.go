@@ -1,8 +1,6 @@
 package scenarios
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -140,17 +138,12 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot re-encode the effective scenario: %v", err)
 		return nil, e.err()
 	}
-	// The hash identifies what is measured: gates and descriptions are left
-	// out, so tightening a threshold keeps a baseline comparable.
-	measured := cloneNode(root)
-	removeKey(measured, "gates")
-	removeKey(measured, "description")
-	mb, err := yaml.Marshal(measured)
-	if err != nil {
-		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot re-encode the effective scenario: %v", err)
-		return nil, e.err()
-	}
-	sum := sha256.Sum256(mb)
+	// The hash identifies what is measured (see identity): tightening a
+	// threshold or moving the server keeps a baseline comparable.
+	// A document that cannot be decoded (a duplicate key, an alias that
+	// contains itself) is reported by the decoder below, with its place;
+	// this error is the last resort, should it find nothing.
+	sum, fields, identErr := identity(root)
 
 	axes := readMatrix(d, mapValue(root, "matrix"))
 	if !capRuns(d, root, axes, opts.MaxRuns) {
@@ -159,7 +152,8 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 
 	sc := &Scenario{
 		File:      file,
-		SHA256:    hex.EncodeToString(sum[:]),
+		SHA256:    sum,
+		Identity:  fields,
 		Effective: effective,
 		Matrix:    axes,
 		Vars:      map[string]any{},
@@ -229,6 +223,9 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		}
 	}
 	e.list = kept
+	if identErr != nil && len(e.list) == 0 {
+		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot encode the scenario's identity: %v", identErr)
+	}
 	if err := e.err(); err != nil {
 		return nil, err
 	}

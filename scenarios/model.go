@@ -505,9 +505,14 @@ type Scenario struct {
 	Name        string
 	Description string
 	File        string
-	// SHA256 is the hash of the effective scenario (after includes, profile,
-	// vars and --set) without its gates and descriptions: what is measured.
+	// SHA256 is the hash of the scenario's identity: the effective scenario
+	// (after includes, profile, vars and --set) without its gates,
+	// descriptions, vars block and target addresses: what is measured.
 	SHA256 string
+	// Identity is the hash of each field of the identity document, by
+	// path (phases.decode.max_tokens), so two identities that differ can
+	// say where.
+	Identity map[string]string
 	// Effective is the effective scenario as YAML, before matrix expansion.
 	Effective []byte
 	Vars      map[string]any
