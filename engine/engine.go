@@ -48,7 +48,7 @@ func New(sc *scenarios.Scenario, opts Options) *report.Report {
 		SchemaVersion: report.SchemaVersion,
 		Tool:          report.Tool{Name: "tollgate", Version: opts.ToolVersion},
 		Scenario: report.ScenarioInfo{
-			Name: sc.Name, Description: sc.Description, File: sc.File, SHA256: sc.SHA256, Vars: redactedVars(sc.Vars),
+			Name: sc.Name, Description: sc.Description, File: sc.File, SHA256: sc.SHA256, Identity: sc.Identity, Vars: redactedVars(sc.Vars),
 		},
 		Host:      HostFacts(),
 		StartedAt: now().UTC(),

@@ -17,6 +17,8 @@ const (
 	StatusError      = "error"
 	StatusNotGated   = "not_gated"
 	StatusIncomplete = "incomplete"
+	// StatusSkipped is a gate's only: it reads baseline and none was given.
+	StatusSkipped = "skipped"
 )
 
 // Report is one run of one scenario.
@@ -42,11 +44,15 @@ type Tool struct {
 
 // ScenarioInfo identifies the effective scenario that ran.
 type ScenarioInfo struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	File        string         `json:"file"`
-	SHA256      string         `json:"sha256"`
-	Vars        map[string]any `json:"vars"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	File        string `json:"file"`
+	SHA256      string `json:"sha256"`
+	// Identity is the hash of each field of what SHA256 hashes, by path
+	// (phases.decode.max_tokens), so that two scenarios that differ can
+	// be told apart by name (see IdentityDiff).
+	Identity map[string]string `json:"identity,omitempty"`
+	Vars     map[string]any    `json:"vars"`
 }
 
 // Host describes the client machine.
