@@ -101,6 +101,9 @@ type resolver struct {
 	bytesLeft int
 	exhausted bool // the budget is spent: one problem says so, once
 	visits    int
+	// readsBaseline: some node may be the shape's baseline (baseline,
+	// $env.baseline, a let bound to it, a computed key of $env).
+	readsBaseline bool
 }
 
 func (w *resolver) problem(n ast.Node, kind error, msg string) {
@@ -161,6 +164,9 @@ type child struct {
 func (w *resolver) visit(n ast.Node, sc *scope, ptr *aval) aval {
 	w.visits++
 	res, kids := w.node(n, sc, ptr)
+	if !w.readsBaseline {
+		w.readsBaseline = w.isBaseline(res)
+	}
 	if !res.konst {
 		for _, c := range kids {
 			if c.av.konst && !isLiteral(c.n) {
@@ -173,6 +179,21 @@ func (w *resolver) visit(n ast.Node, sc *scope, ptr *aval) aval {
 		w.record(n, res)
 	}
 	return res
+}
+
+// isBaseline reports whether av may be the shape's baseline itself.
+func (w *resolver) isBaseline(av aval) bool {
+	base, ok := w.shape["baseline"].(map[string]any)
+	if !ok {
+		return false
+	}
+	p := reflect.ValueOf(base).UnsafePointer()
+	for _, v := range av.vals {
+		if m, ok := v.(map[string]any); ok && reflect.ValueOf(m).UnsafePointer() == p {
+			return true
+		}
+	}
+	return false
 }
 
 func isLiteral(n ast.Node) bool {
@@ -971,7 +992,9 @@ func (p *placeholders) Visit(node *ast.Node) {
 
 // checkStatic parses a gate and checks it without evaluating it over the
 // report. It returns every problem found.
-func checkStatic(s Spec, shape map[string]any) []Problem {
+// checkStatic returns the problems of a gate and whether it reads the
+// shape's baseline.
+func checkStatic(s Spec, shape map[string]any) (readsBaseline bool, problems []Problem) {
 	cfg := conf.CreateNew()
 	env := map[string]any{}
 	for k := range helperTypes {
@@ -986,7 +1009,7 @@ func checkStatic(s Spec, shape map[string]any) []Problem {
 	expr.MaxNodes(maxNodes)(cfg)
 	tree, err := parser.ParseWithConfig(s.Expr, cfg)
 	if err != nil {
-		return []Problem{compileProblem(s, err, ErrSyntax)}
+		return false, []Problem{compileProblem(s, err, ErrSyntax)}
 	}
 	w := &resolver{spec: s, shape: shape, seen: map[string]bool{}, info: map[ast.Node]*nodeInfo{},
 		deadline: time.Now().Add(loadTimeout), bytesLeft: maxBytes}
@@ -995,14 +1018,14 @@ func checkStatic(s Spec, shape map[string]any) []Problem {
 		_, _ = w.value(tree.Node, root, nil, nil)
 	}
 	if len(w.problems) > 0 {
-		return w.problems
+		return w.readsBaseline, w.problems
 	}
 	if err := typeCheck(tree, w.info, shape); err != nil {
 		p := compileProblem(s, err, ErrType)
 		p.Msg = strings.TrimSpace(p.Msg)
-		return []Problem{p}
+		return w.readsBaseline, []Problem{p}
 	}
-	return w.constants
+	return w.readsBaseline, w.constants
 }
 
 // staticMissingMessage is missingMessage at load: a statistic the shape
