@@ -7,22 +7,23 @@ import (
 
 // IdentityDiff names the fields of the scenario identity that differ from
 // old to new: "phases.decode.max_tokens" for a changed value,
-// "phases.again (only in new)" and "phases.prefill (only in old)" for a
-// field one side lacks (the paths under it are folded into one). It is
-// empty when the SHA-256s agree. When they differ but a side carries no
+// "phases.again (only in NEW)" and "phases.prefill (only in OLD)" for a
+// field one side lacks (the paths under it are folded into one), where
+// OLD and NEW are oldName and newName ("the baseline", "the report"). It
+// is empty when the SHA-256s agree. When they differ but a side carries no
 // per-field identity (a report from a tollgate before it), the one entry
 // says so.
-func IdentityDiff(old, new ScenarioInfo) []string {
+func IdentityDiff(old, new ScenarioInfo, oldName, newName string) []string {
 	if old.SHA256 == new.SHA256 {
 		return nil
 	}
 	if len(old.Identity) == 0 || len(new.Identity) == 0 {
-		which := "old"
+		which := oldName
 		if len(old.Identity) != 0 {
-			which = "new"
+			which = newName
 		}
-		return []string{fmt.Sprintf("sha256 (%s %.12s, %s %.12s; the %s report has no scenario.identity to name the fields: it was written by an older tollgate)",
-			"old", old.SHA256, "new", new.SHA256, which)}
+		return []string{fmt.Sprintf("sha256 (%s %.12s, %s %.12s; %s has no scenario.identity to name the fields: it was written by an older tollgate)",
+			oldName, old.SHA256, newName, new.SHA256, which)}
 	}
 	var changed, onlyOld, onlyNew []string
 	for k, v := range old.Identity {
@@ -44,7 +45,7 @@ func IdentityDiff(old, new ScenarioInfo) []string {
 		paths []string
 		other map[string]string
 		name  string
-	}{{onlyOld, new.Identity, "old"}, {onlyNew, old.Identity, "new"}} {
+	}{{onlyOld, new.Identity, oldName}, {onlyNew, old.Identity, newName}} {
 		for _, p := range fold(side.paths, side.other) {
 			out = append(out, p+" (only in "+side.name+")")
 		}
@@ -53,7 +54,7 @@ func IdentityDiff(old, new ScenarioInfo) []string {
 	if len(out) == 0 {
 		// Equal fields under unequal hashes: only the order of phases
 		// or a field this tollgate does not list can differ.
-		out = []string{fmt.Sprintf("sha256 (old %.12s, new %.12s)", old.SHA256, new.SHA256)}
+		out = []string{fmt.Sprintf("sha256 (%s %.12s, %s %.12s)", oldName, old.SHA256, newName, new.SHA256)}
 	}
 	return out
 }
@@ -64,6 +65,11 @@ func fold(paths []string, other map[string]string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, p := range paths {
+		if hasUnder(other, p) {
+			// An empty map or list on this side, with fields on the
+			// other: those fields say what changed.
+			continue
+		}
 		top := p
 		for parent := parentPath(p); parent != "" && !hasUnder(other, parent); parent = parentPath(parent) {
 			top = parent
@@ -103,7 +109,7 @@ func parentPath(path string) string {
 	return ""
 }
 
-// hasUnder reports whether m has path or a field under it.
+// hasUnder reports whether m has a field under path, or path itself.
 func hasUnder(m map[string]string, path string) bool {
 	if _, ok := m[path]; ok {
 		return true

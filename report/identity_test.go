@@ -34,17 +34,24 @@ func TestIdentityDiff(t *testing.T) {
 		}), want: []string{"phases (order)", "phases.again (only in new)"}},
 		{name: "a phase removed", new: with("bbbb", func(m map[string]string) { delete(m, "phases.decode.max_tokens") }),
 			want: []string{"phases.decode (only in old)"}},
+		{name: "an empty phase given a key", new: with("bbbb", func(m map[string]string) {
+			m["phases.warmup"] = "e"
+		}), want: []string{"phases.warmup (only in new)"}},
+		{name: "a key in an empty phase", new: with("bbbb", func(m map[string]string) {
+			delete(m, "phases.decode.max_tokens")
+			m["phases.decode"] = "e"
+		}), want: []string{"phases.decode.max_tokens (only in old)"}},
 		{name: "a list shortened", new: with("bbbb", func(m map[string]string) { delete(m, "phases.prefill.prompt_tokens[1]") }),
 			want: []string{"phases.prefill.prompt_tokens[1] (only in old)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := IdentityDiff(base, tc.new); !slices.Equal(got, tc.want) {
+			if got := IdentityDiff(base, tc.new, "old", "new"); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
 	t.Run("a report without identity", func(t *testing.T) {
-		got := IdentityDiff(ScenarioInfo{SHA256: "cccc"}, base)
+		got := IdentityDiff(ScenarioInfo{SHA256: "cccc"}, base, "the baseline", "the run")
 		if len(got) != 1 || !strings.Contains(got[0], "older tollgate") {
 			t.Errorf("got %q", got)
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/annotations"
-	"github.com/tollgate-dev/tollgate/report/compare"
 	"github.com/tollgate-dev/tollgate/report/markdown"
 	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -132,15 +131,16 @@ const runOutputsHelp = `Outputs:
 `
 
 type runOptions struct {
-	out         *outputs
-	noGate      bool
-	sets        []string
-	vars        []string
-	profile     string
-	quiet       bool
-	samplesOut  string
-	baseline    string
-	baselineAny bool
+	out             *outputs
+	noGate          bool
+	sets            []string
+	vars            []string
+	profile         string
+	quiet           bool
+	samplesOut      string
+	baseline        string
+	baselineAny     bool
+	requireBaseline bool
 }
 
 func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
@@ -155,8 +155,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	o.out.extra["--samples-out"] = &o.samplesOut
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
-	fs.StringVar(&o.baseline, "baseline", "", "an earlier report `OLD.json`, available to gates as baseline (same shape as the report)")
-	fs.BoolVar(&o.baselineAny, "baseline-any", false, "accept a baseline from another scenario, model or host")
+	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline)
 	return fs, o
 }
 
@@ -189,8 +188,10 @@ type prepared struct {
 }
 
 // prepare loads a scenario and compiles its gates against the report shape
-// (and the baseline's, when there is one). Every problem is printed with
-// its position; ok is false if there were any.
+// and, for baseline, the baseline's (the report's own shape when there is
+// none: gates that read it are checked all the same, and skipped when
+// judged). Every problem is printed with its position; ok is false if
+// there were any.
 func prepare(path string, lo loadOptions, compileGates bool, baseline map[string]any, stderr io.Writer) (*prepared, bool) {
 	sc, err := scenarios.Load(path, scenarios.Options{Sets: lo.sets, Vars: lo.vars, Profile: lo.profile, LookupEnv: os.LookupEnv})
 	if err != nil {
@@ -220,17 +221,17 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return nil, false
 	}
-	if baseline != nil {
-		env["baseline"] = baseline
+	if baseline == nil {
+		if baseline, err = gates.BaselineEnv(shape); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			return nil, false
+		}
 	}
+	env["baseline"] = baseline
 	set, problems := gates.Compile(gateSpecs(sc), env)
 	if len(problems) > 0 {
 		for _, pr := range problems {
-			msg := pr.Error()
-			if baseline == nil && errors.Is(pr, gates.ErrNoBaseline) {
-				msg += "\n(gates read baseline only when run with --baseline OLD.json)"
-			}
-			fmt.Fprintln(stderr, msg)
+			fmt.Fprintln(stderr, pr.Error())
 		}
 		return nil, false
 	}
@@ -238,23 +239,6 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 	return p, true
 }
 
-// loadBaseline reads a baseline report and checks, before anything is
-// sent, that it comes from the same scenario and host hardware.
-func loadBaseline(path string, sc *scenarios.Scenario, allowAny bool) (*report.Report, map[string]any, error) {
-	base, err := report.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--baseline: %w (give a report written by tollgate run --json-out)", err)
-	}
-	if err := compare.Comparable(base, engine.New(sc, engine.Options{}), allowAny); err != nil {
-		return nil, nil, fmt.Errorf("--baseline %s: %w", path, err)
-	}
-	env, err := gates.Env(base, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	delete(env, "vars")
-	return base, env, nil
-}
 
 func printLoadErrors(w io.Writer, err error) {
 	var list scenarios.ErrorList
@@ -298,23 +282,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	path := fs.Arg(0)
 	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile}
-	var base *report.Report
-	var baseEnv map[string]any
-	if o.baseline != "" {
-		// The scenario is loaded once without gates to learn its identity.
-		pre, ok := prepare(path, lo, false, nil, stderr)
-		if !ok {
-			return ExitInvalid
-		}
-		var err error
-		if base, baseEnv, err = loadBaseline(o.baseline, pre.sc, o.baselineAny); err != nil {
-			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-			return ExitInvalid
-		}
+	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		return ExitInvalid
 	}
 	p, ok := prepare(path, lo, !o.noGate, baseEnv, stderr)
 	if !ok {
 		return ExitInvalid
+	}
+	if base != nil {
+		// Before anything is sent: the same scenario and host hardware.
+		if err := baselineComparable(base, engine.New(p.sc, engine.Options{}), o.baselineAny); err != nil {
+			fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
+			return ExitInvalid
+		}
 	}
 	if err := o.out.check(fs, map[string]string{"scenario file": path, "baseline": o.baseline}); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
@@ -421,7 +403,7 @@ func judge(rep *report.Report, p *prepared, base *report.Report, baseEnv map[str
 	if base != nil {
 		// Models are known only now: a baseline of another model is
 		// refused here, after the run, as a run that cannot be judged.
-		if err := compare.Comparable(base, rep, o.baselineAny); err != nil {
+		if err := baselineComparable(base, rep, o.baselineAny); err != nil {
 			fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
 			verdict.Unjudged = true
 		}

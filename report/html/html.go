@@ -84,6 +84,8 @@ func statusBadge(s string) badge {
 		return badge{"incomplete", "error", "…"}
 	case report.StatusNotGated:
 		return badge{"not gated", "neutral", "–"}
+	case report.StatusSkipped:
+		return badge{"skipped", "neutral", "–"}
 	case "":
 		return badge{"unknown", "neutral", "?"}
 	}
@@ -244,7 +246,7 @@ func gateRows(r, base *report.Report) ([]gateRow, string) {
 		rows = append(rows, row)
 	}
 	var parts []string
-	for _, s := range []string{report.StatusPass, report.StatusFail, report.StatusError} {
+	for _, s := range []string{report.StatusPass, report.StatusFail, report.StatusError, report.StatusSkipped} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

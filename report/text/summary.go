@@ -20,6 +20,9 @@ func Summary(w io.Writer, r *report.Report) error {
 	r = view.Sanitized(r) // no raw control byte from the wire reaches a terminal
 	ew := iox.NewErrWriter(w)
 	gates := view.Plural(len(r.Gates), "gate")
+	if n := view.Skipped(r); n > 0 {
+		gates += fmt.Sprintf(" (%d skipped: no baseline)", n)
+	}
 	switch r.Status {
 	case report.StatusIncomplete:
 		gates = "gates not judged (interrupted)"
@@ -55,6 +58,9 @@ func Summary(w io.Writer, r *report.Report) error {
 		fmt.Fprintln(ew, "gates:")
 		for _, g := range r.Gates {
 			verdict := strings.ToUpper(g.Status)
+			if g.Status == report.StatusSkipped {
+				verdict = "SKIP" // the line below says why
+			}
 			if g.Optional {
 				verdict += " (optional)"
 			}
@@ -67,6 +73,8 @@ func Summary(w io.Writer, r *report.Report) error {
 
 func writeGateDetail(w io.Writer, g report.GateResult) {
 	switch g.Status {
+	case report.StatusSkipped:
+		fmt.Fprintf(w, "        %s\n", g.Message)
 	case report.StatusError:
 		fmt.Fprintf(w, "        error: %s\n", g.Message)
 	case report.StatusFail:
