@@ -239,7 +239,6 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 	return p, true
 }
 
-
 func printLoadErrors(w io.Writer, err error) {
 	var list scenarios.ErrorList
 	if errors.As(err, &list) {
