@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -71,7 +70,7 @@ func baselineComparable(base, rep *report.Report, allowAny bool) error {
 	if rest != nil && !errors.Is(rest, compare.ErrIncomparable) {
 		return rest // not a report, or another format: nothing to compare
 	}
-	list := "\n  " + strings.Join(fields, "\n  ")
+	list := fieldList(fields)
 	if rest != nil {
 		return fmt.Errorf("%w: the baseline measured another scenario; it differs in:%s\nand %w", compare.ErrIncomparable, list, rest)
 	}

@@ -47,6 +47,7 @@ Usage:
   tollgate serve [--addr HOST:PORT]   run the embedded OpenAI-compatible simulator alone
   tollgate compare OLD.json NEW.json  compare two reports metric by metric, with noise
   tollgate report REPORT.json --html PATH   render a saved report (with --baseline OLD.json)
+  tollgate judge SCENARIO REPORT.json judge a saved report again with the scenario's gates
   tollgate version                    print the version
   tollgate help [COMMAND]             show help
 
@@ -82,6 +83,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdCompare(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "judge":
+		return cmdJudge(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "tollgate %s\n", toolVersion())
 		return ExitPass
@@ -107,6 +110,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			case "report":
 				fs, _ := reportFlags(stderr)
 				fmt.Fprintf(stdout, "%s%s", reportUsage, fs.FlagUsages())
+				return ExitPass
+			case "judge":
+				fs, _ := judgeFlags(stderr)
+				fmt.Fprintf(stdout, "%s%s", judgeUsage, fs.FlagUsages())
 				return ExitPass
 			default:
 				fmt.Fprintf(stderr, "tollgate help: unknown command %q\n\n%s", args[1], usage)
