@@ -165,6 +165,13 @@ func TestJudge(t *testing.T) {
 		})
 	}
 
+	t.Run("help", func(t *testing.T) {
+		r := tollgate(t, "help", "judge")
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage: tollgate judge SCENARIO REPORT.json") || !strings.Contains(r.stdout, "--require-baseline") {
+			t.Errorf("exit %d\n%s", r.code, r.stdout)
+		}
+	})
+
 	t.Run("writes the judged report", func(t *testing.T) {
 		out := filepath.Join(dir, "judged.json")
 		r := tollgate(t, "judge", route, saved, "-q", "--json-out", out, "--set", "vars.max_cached_p50_latency_ratio=0.5")
