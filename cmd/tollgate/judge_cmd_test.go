@@ -75,6 +75,31 @@ func TestFirstNightWithoutBaseline(t *testing.T) {
 	}
 }
 
+// A gate that reads baseline is checked when the scenario loads, with or
+// without a baseline: against the report's shape, which a baseline shares.
+func TestBaselineGatesAreCheckedWithoutBaseline(t *testing.T) {
+	typo := `gates=[{name: typo, expr: "runs[\"direct/cached\"].phases.decode.seam_latency_ms.p50 <= baseline.runs[\"direct/cached\"].phases.decode.seam_latency_ms.p9"}]`
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{name: "validate accepts a baseline gate", args: []string{"validate", example, "--set", regressionGate}, code: ExitPass, stdout: "2 gates"},
+		{name: "validate finds a typo behind baseline", args: []string{"validate", example, "--set", typo}, code: ExitInvalid,
+			stderr: `baseline.runs["direct/cached"].phases.decode.seam_latency_ms has no "p9" (did you mean "p90"?)`},
+		{name: "run finds it before sending", args: []string{"run", example, "--set", typo}, code: ExitInvalid, stderr: `has no "p9"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tollgate(t, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stdout, tc.stdout) || !strings.Contains(r.stderr, tc.stderr) {
+				t.Fatalf("exit %d, want %d\n%s%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
 // tollgate judge re-evaluates the gates of a scenario, as they are now, on
 // a report saved earlier, and exits as run would have.
 func TestJudge(t *testing.T) {
