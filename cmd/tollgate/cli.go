@@ -521,12 +521,19 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
-		names := make([]string, 0, len(p.sc.Runs))
-		for _, r := range p.sc.Runs {
+		// A large matrix would print a screenful of names; the first few
+		// say what the runs are called.
+		const shown = 8
+		names := make([]string, 0, shown+1)
+		for i, r := range p.sc.Runs {
+			if i == shown {
+				names = append(names, fmt.Sprintf("… and %d more", len(p.sc.Runs)-shown))
+				break
+			}
 			names = append(names, r.Name)
 		}
-		fmt.Fprintf(stdout, "%s: ok — %d runs (%s), %d phases, %d gates\n", path, len(p.sc.Runs),
-			strings.Join(names, ", "), len(p.sc.Phases), len(p.gates.Gates))
+		fmt.Fprintf(stdout, "%s: ok — %s (%s), %s, %s\n", path, plural(len(p.sc.Runs), "run"),
+			strings.Join(names, ", "), plural(len(p.sc.Phases), "phase"), plural(len(p.gates.Gates), "gate"))
 	}
 	return code
 }
@@ -551,4 +558,12 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 		return ExitNotJudged
 	}
 	return ExitPass
+}
+
+// plural is "1 run", "2 runs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
