@@ -3,6 +3,7 @@ package gates
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/types"
@@ -926,14 +928,9 @@ var helperTypes = map[string]any{
 // resolved fully replaced by a typed placeholder, so that the checker
 // infers types through member accesses it could not follow in a
 // map[string]any (dynamic keys, # over report lists).
-func typeCheck(tree *parser.Tree, info map[ast.Node]*nodeInfo, shape map[string]any) error {
-	env := types.Map{}
-	for k, v := range shape {
-		env[k] = typeOfValue(v, false).exprType()
-	}
-	for k, fn := range helperTypes {
-		env[k] = types.TypeOf(fn)
-	}
+// typeCheck checks tree over env (the shape's types; the placeholders of
+// the gate's resolved accesses are added to it).
+func typeCheck(tree *parser.Tree, info map[ast.Node]*nodeInfo, env types.Map) error {
 	p := &placeholders{info: info, env: env}
 	ast.Walk(&tree.Node, p)
 	cfg := conf.CreateNew()
@@ -969,20 +966,43 @@ func (p *placeholders) Visit(node *ast.Node) {
 	ast.Patch(node, &ast.IdentifierNode{Value: name})
 }
 
-// checkStatic parses a gate and checks it without evaluating it over the
-// report. It returns every problem found.
-func checkStatic(s Spec, shape map[string]any) []Problem {
-	cfg := conf.CreateNew()
-	env := map[string]any{}
-	for k := range helperTypes {
-		env[k] = helperTypes[k]
-	}
+// staticEnv is what checking a gate needs of the shape, built once for all
+// the gates of a scenario: building the parse environment's nature and the
+// type map for every gate walked the whole shape each time.
+type staticEnv struct {
+	shape       map[string]any
+	parse       map[string]any
+	parseNature nature.Nature
+	types       types.Map
+}
+
+func newStaticEnv(shape map[string]any) *staticEnv {
+	e := &staticEnv{shape: shape, parse: map[string]any{}, types: types.Map{}}
+	// As at run time: a shape key shadows a helper when parsing, a helper's
+	// type wins when type checking.
 	for k, v := range shape {
-		env[k] = v
+		e.parse[k] = v
+		e.types[k] = typeOfValue(v, false).exprType()
 	}
+	for k, fn := range helperTypes {
+		if _, ok := e.parse[k]; !ok {
+			e.parse[k] = fn
+		}
+		e.types[k] = types.TypeOf(fn)
+	}
+	var cache nature.Cache
+	e.parseNature = conf.EnvWithCache(&cache, e.parse)
+	return e
+}
+
+// check parses a gate and checks it without evaluating it over the
+// report. It returns every problem found.
+func (e *staticEnv) check(s Spec) []Problem {
+	shape := e.shape
+	cfg := conf.CreateNew()
 	// The environment makes helper names (repeat) parse as calls of the
 	// helpers, as they will at run time, not as expr's builtins.
-	expr.Env(env)(cfg)
+	cfg.EnvObject, cfg.Env, cfg.Strict = e.parse, e.parseNature, e.parseNature.Strict
 	expr.MaxNodes(maxNodes)(cfg)
 	tree, err := parser.ParseWithConfig(s.Expr, cfg)
 	if err != nil {
@@ -997,7 +1017,7 @@ func checkStatic(s Spec, shape map[string]any) []Problem {
 	if len(w.problems) > 0 {
 		return w.problems
 	}
-	if err := typeCheck(tree, w.info, shape); err != nil {
+	if err := typeCheck(tree, w.info, maps.Clone(e.types)); err != nil {
 		p := compileProblem(s, err, ErrType)
 		p.Msg = strings.TrimSpace(p.Msg)
 		return []Problem{p}
