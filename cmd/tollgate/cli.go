@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/engine"
+	"github.com/tollgate-dev/tollgate/engine/live"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
@@ -206,6 +207,9 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 	if err := engine.CheckEnv(sc, os.LookupEnv); err != nil {
 		printLoadErrors(stderr, err)
 		return nil, false
+	}
+	for _, w := range engine.Warnings(sc, live.ProcessFileLimit()) {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	if !compileGates {
 		return p, true

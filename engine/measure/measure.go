@@ -40,6 +40,11 @@ type Request struct {
 	// TargetPromptTokens is the prompt size the request was built for (0:
 	// none), so the server's own count can be held against it.
 	TargetPromptTokens int
+	// Connected, when set, is called when the request first holds a
+	// connection (new or reused), from the transport's goroutine: a request
+	// that never gets one (EMFILE, refused) was never in flight at the
+	// server, and a peak counted from sends would include it.
+	Connected func()
 }
 
 // ErrorClass classifies a failed request.
