@@ -8,6 +8,7 @@ package measure
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/report"
@@ -68,6 +69,10 @@ const (
 	// ClassRedirect: a 3xx the redirect policy does not follow.
 	ClassRedirect ErrorClass = "redirect"
 )
+
+// ErrCredentialsRefused marks a target that answered 401 or 403 when asked
+// whether it is ready: it is up, and waiting will not change its answer.
+var ErrCredentialsRefused = errors.New("credentials refused")
 
 // ErrorClasses lists every class a request can fail with, in report order.
 var ErrorClasses = []ErrorClass{
