@@ -172,6 +172,32 @@ func Validate(sc *scenarios.Scenario) error {
 	return nil
 }
 
+// Warnings are what a scenario asks of this machine that it cannot give
+// (a load phase's concurrency over the open-file limit), each at the
+// phase's position, found before anything is sent; each run's report
+// repeats them.
+func Warnings(sc *scenarios.Scenario, openFileLimit uint64) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, run := range sc.Runs {
+		if run.Target.Kind == scenarios.KindSeam {
+			continue
+		}
+		for _, p := range run.Phases {
+			w := live.FileLimitWarning(run, p, openFileLimit)
+			if w == "" {
+				continue
+			}
+			w = fmt.Sprintf("%s: phase %s: %s", p.Pos, p.Name, w)
+			if !seen[w] { // the same phase in every run of a matrix
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
 // CheckEnv reports every live target whose api_key_env names a variable that
 // is unset or empty in lookup, each at its position: a missing key is an
 // invalid invocation found before anything is sent (like ${env.X}), not a

@@ -237,3 +237,26 @@ report: {samples: true}
 		}
 	}
 }
+
+// The open-file check runs at load, before anything is sent, at the
+// phase's position, once for a phase that every run of a matrix shares.
+func TestWarningsAtLoad(t *testing.T) {
+	sc, err := scenarios.Parse("w.yaml", []byte(`
+matrix: {m: [a, b]}
+targets:
+  sim: {kind: embedded}
+phases:
+  small: {kind: load, concurrency: 2, requests: 2, prompt_tokens: 8, max_tokens: 2}
+  big: {kind: load, concurrency: 100, requests: 2, prompt_tokens: 8, max_tokens: 2}
+`), scenarios.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Warnings(sc, 100)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "w.yaml:7:8: phase big: concurrency 100 needs about 232 open files but the limit is 100") {
+		t.Errorf("warnings %q", got)
+	}
+	if got := Warnings(sc, 0); got != nil {
+		t.Errorf("limit unknown: %q", got)
+	}
+}

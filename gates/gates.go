@@ -21,6 +21,8 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/checker/nature"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 	"github.com/expr-lang/expr/vm/runtime"
@@ -157,15 +159,24 @@ type Set struct{ Gates []*Gate }
 func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 	set := &Set{}
 	var problems []Problem
+	// The environment only gives types at compile time, so its nature is
+	// built once for all gates: expr.Env rebuilt it for each, a third of
+	// the time of loading 14,000 gates.
+	env := withHelpers(shape, newRecorder(time.Time{}))
+	var cache nature.Cache
+	envNature := conf.EnvWithCache(&cache, env)
+	withEnv := func(c *conf.Config) {
+		c.EnvObject, c.Env, c.Strict = env, envNature, envNature.Strict
+	}
+	static := newStaticEnv(shape)
 	for _, s := range specs {
-		readsBaseline, ps := checkStatic(s, shape)
+		readsBaseline, ps := static.check(s)
 		if len(ps) > 0 {
 			problems = append(problems, ps...)
 			continue
 		}
-		env := withHelpers(shape, newRecorder(time.Time{}))
 		src := &sources{text: map[ast.Node]string{}}
-		prog, err := expr.Compile(s.Expr, expr.Env(env), expr.Patch(src), expr.Patch(&strict{src: src}),
+		prog, err := expr.Compile(s.Expr, withEnv, expr.Patch(src), expr.Patch(&strict{src: src}),
 			expr.Optimize(false), expr.MaxNodes(maxNodes))
 		if err != nil {
 			problems = append(problems, compileProblem(s, err, ErrType))
@@ -182,13 +193,39 @@ func compileProblem(s Spec, err error, kind error) Problem {
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		where = s.Pos.at(fe.Line, fe.Column)
-		msg = fe.Message
-		if fe.Snippet != "" {
-			msg += fe.Snippet
-		}
+		msg = fe.Message + snippet(s.Expr, fe.Line, fe.Column)
 	}
 	msg = strings.ReplaceAll(msg, "__get(", "(")
 	return Problem{Where: where, Gate: s.Name, Msg: msg, Err: kind}
+}
+
+// snippetWidth bounds the excerpt an error shows: expr's own snippet
+// repeats the whole line and a caret line as long, 1.9 MB for a 930 KB
+// expression.
+const snippetWidth = 100
+
+// snippet is the line of src that holds a problem, cut to a window around
+// column col (0-based, in runes), with a caret under the column.
+func snippet(src string, line, col int) string {
+	lines := strings.Split(src, "\n")
+	if line < 1 || line > len(lines) {
+		return ""
+	}
+	text := []rune(lines[line-1])
+	if col < 0 || col > len(text) {
+		col = 0
+	}
+	from := max(0, col-snippetWidth/2)
+	to := min(len(text), from+snippetWidth)
+	prefix, suffix := "", ""
+	if from > 0 {
+		prefix = "…"
+	}
+	if to < len(text) {
+		suffix = "…"
+	}
+	caret := strings.Repeat(".", len([]rune(prefix))+col-from) + "^"
+	return "\n | " + prefix + string(text[from:to]) + suffix + "\n | " + caret
 }
 
 // runBounded runs a program within expr's memory budget; the time and byte

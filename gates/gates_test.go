@@ -171,3 +171,17 @@ func TestEnvHasNoVerdicts(t *testing.T) {
 		t.Error("vars missing from the env")
 	}
 }
+
+// expr's own snippet repeats the whole line; a 1 MB expression printed
+// 1.9 MB of error.
+func TestCompileErrorExcerptIsBounded(t *testing.T) {
+	long := strings.Repeat("1 < 2 && ", 100000) + "(1 +)"
+	_, problems := Compile([]Spec{{Name: "big", Expr: long}}, map[string]any{})
+	if len(problems) != 1 {
+		t.Fatalf("problems: %v", problems)
+	}
+	msg := problems[0].Error()
+	if len(msg) > 400 || !strings.Contains(msg, "…") || !strings.Contains(msg, "^") {
+		t.Errorf("%d bytes: %.400s", len(msg), msg)
+	}
+}

@@ -3,6 +3,7 @@ package gates
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/types"
@@ -102,8 +104,10 @@ type resolver struct {
 	exhausted bool // the budget is spent: one problem says so, once
 	visits    int
 	// readsBaseline: some node may be the shape's baseline (baseline,
-	// $env.baseline, a let bound to it, a computed key of $env).
+	// $env.baseline, a let bound to it, a computed key of $env), the map
+	// whose address is baseline (0: the shape has none).
 	readsBaseline bool
+	baseline      uintptr
 }
 
 func (w *resolver) problem(n ast.Node, kind error, msg string) {
@@ -183,13 +187,11 @@ func (w *resolver) visit(n ast.Node, sc *scope, ptr *aval) aval {
 
 // isBaseline reports whether av may be the shape's baseline itself.
 func (w *resolver) isBaseline(av aval) bool {
-	base, ok := w.shape["baseline"].(map[string]any)
-	if !ok {
+	if w.baseline == 0 {
 		return false
 	}
-	p := reflect.ValueOf(base).UnsafePointer()
 	for _, v := range av.vals {
-		if m, ok := v.(map[string]any); ok && reflect.ValueOf(m).UnsafePointer() == p {
+		if m, ok := v.(map[string]any); ok && reflect.ValueOf(m).Pointer() == w.baseline {
 			return true
 		}
 	}
@@ -947,14 +949,9 @@ var helperTypes = map[string]any{
 // resolved fully replaced by a typed placeholder, so that the checker
 // infers types through member accesses it could not follow in a
 // map[string]any (dynamic keys, # over report lists).
-func typeCheck(tree *parser.Tree, info map[ast.Node]*nodeInfo, shape map[string]any) error {
-	env := types.Map{}
-	for k, v := range shape {
-		env[k] = typeOfValue(v, false).exprType()
-	}
-	for k, fn := range helperTypes {
-		env[k] = types.TypeOf(fn)
-	}
+// typeCheck checks tree over env (the shape's types; the placeholders of
+// the gate's resolved accesses are added to it).
+func typeCheck(tree *parser.Tree, info map[ast.Node]*nodeInfo, env types.Map) error {
 	p := &placeholders{info: info, env: env}
 	ast.Walk(&tree.Node, p)
 	cfg := conf.CreateNew()
@@ -990,29 +987,56 @@ func (p *placeholders) Visit(node *ast.Node) {
 	ast.Patch(node, &ast.IdentifierNode{Value: name})
 }
 
-// checkStatic parses a gate and checks it without evaluating it over the
-// report. It returns every problem found.
-// checkStatic returns the problems of a gate and whether it reads the
-// shape's baseline.
-func checkStatic(s Spec, shape map[string]any) (readsBaseline bool, problems []Problem) {
-	cfg := conf.CreateNew()
-	env := map[string]any{}
-	for k := range helperTypes {
-		env[k] = helperTypes[k]
+// staticEnv is what checking a gate needs of the shape, built once for all
+// the gates of a scenario: building the parse environment's nature and the
+// type map for every gate walked the whole shape each time.
+type staticEnv struct {
+	shape map[string]any
+	// baseline is the address of the shape's baseline map (0: none).
+	baseline    uintptr
+	parse       map[string]any
+	parseNature nature.Nature
+	types       types.Map
+}
+
+func newStaticEnv(shape map[string]any) *staticEnv {
+	e := &staticEnv{shape: shape, parse: map[string]any{}, types: types.Map{}}
+	if b, ok := shape["baseline"].(map[string]any); ok {
+		e.baseline = reflect.ValueOf(b).Pointer()
 	}
+	// As at run time: a shape key shadows a helper when parsing, a helper's
+	// type wins when type checking.
 	for k, v := range shape {
-		env[k] = v
+		e.parse[k] = v
+		e.types[k] = typeOfValue(v, false).exprType()
 	}
+	for k, fn := range helperTypes {
+		if _, ok := e.parse[k]; !ok {
+			e.parse[k] = fn
+		}
+		e.types[k] = types.TypeOf(fn)
+	}
+	var cache nature.Cache
+	e.parseNature = conf.EnvWithCache(&cache, e.parse)
+	return e
+}
+
+// check parses a gate and checks it without evaluating it over the
+// report. It returns every problem found, and whether the gate reads the
+// shape's baseline.
+func (e *staticEnv) check(s Spec) (readsBaseline bool, problems []Problem) {
+	shape := e.shape
+	cfg := conf.CreateNew()
 	// The environment makes helper names (repeat) parse as calls of the
 	// helpers, as they will at run time, not as expr's builtins.
-	expr.Env(env)(cfg)
+	cfg.EnvObject, cfg.Env, cfg.Strict = e.parse, e.parseNature, e.parseNature.Strict
 	expr.MaxNodes(maxNodes)(cfg)
 	tree, err := parser.ParseWithConfig(s.Expr, cfg)
 	if err != nil {
 		return false, []Problem{compileProblem(s, err, ErrSyntax)}
 	}
 	w := &resolver{spec: s, shape: shape, seen: map[string]bool{}, info: map[ast.Node]*nodeInfo{},
-		deadline: time.Now().Add(loadTimeout), bytesLeft: maxBytes}
+		deadline: time.Now().Add(loadTimeout), bytesLeft: maxBytes, baseline: e.baseline}
 	root := w.visit(tree.Node, nil, nil)
 	if root.konst && !isLiteral(tree.Node) {
 		_, _ = w.value(tree.Node, root, nil, nil)
@@ -1020,7 +1044,7 @@ func checkStatic(s Spec, shape map[string]any) (readsBaseline bool, problems []P
 	if len(w.problems) > 0 {
 		return w.readsBaseline, w.problems
 	}
-	if err := typeCheck(tree, w.info, shape); err != nil {
+	if err := typeCheck(tree, w.info, maps.Clone(e.types)); err != nil {
 		p := compileProblem(s, err, ErrType)
 		p.Msg = strings.TrimSpace(p.Msg)
 		return w.readsBaseline, []Problem{p}

@@ -259,8 +259,8 @@ func syntaxError(file string, data []byte, err error) *Error {
 			}
 		}
 	case strings.HasPrefix(msg, "did not find expected key"), strings.HasPrefix(msg, "did not find expected '-' indicator"):
-		if l, c, ok := misindented(lines); ok && l >= from {
-			return at(l, c, fmt.Sprintf("this line is indented to column %d, which matches no enclosing key (%s)", c, msg))
+		if l, c, why, ok := misindented(lines); ok && l >= from {
+			return at(l, c, fmt.Sprintf("this line is indented to column %d, %s (%s)", c, why, msg))
 		}
 	case strings.HasPrefix(msg, "control characters are not allowed"):
 		for i, text := range lines {
@@ -284,28 +284,57 @@ func syntaxError(file string, data []byte, err error) *Error {
 	return at(line, col, msg)
 }
 
-// misindented finds the first line that dedents to a column no line above
-// it started at, the usual cause of yaml.v3's "did not find expected key".
-func misindented(lines []string) (line, col int, ok bool) {
-	var levels []int
+// misindented finds the first line indented to a column no enclosing
+// block starts at, the usual cause of yaml.v3's "did not find expected
+// key" (which names the line where the block starts): a key dedented to
+// no level, a key inside a list item left of the item's content, or a key
+// aligned with the "- " of a list that belongs to the key above.
+func misindented(lines []string) (line, col int, why string, ok bool) {
+	type level struct {
+		col  int
+		dash bool // the "- " column of a list indented under its key
+	}
+	var levels []level
 	for i, text := range lines {
 		trimmed := strings.TrimLeft(text, " ")
 		if strings.TrimSpace(trimmed) == "" || trimmed[0] == '#' {
 			continue
 		}
 		ind := len(text) - len(trimmed)
-		if len(levels) == 0 || ind > levels[len(levels)-1] {
-			levels = append(levels, ind)
-			continue
-		}
-		for len(levels) > 0 && levels[len(levels)-1] > ind {
+		isDash := trimmed == "-" || strings.HasPrefix(trimmed, "- ")
+		popped := false
+		for len(levels) > 0 && levels[len(levels)-1].col > ind {
 			levels = levels[:len(levels)-1]
+			popped = true
 		}
-		if len(levels) == 0 || levels[len(levels)-1] != ind {
-			return i + 1, ind + 1, true
+		switch top := len(levels) - 1; {
+		case top < 0 && popped, top >= 0 && levels[top].col < ind && popped:
+			return i + 1, ind + 1, "which matches no enclosing key", true
+		case top < 0 || levels[top].col < ind:
+			levels = append(levels, level{col: ind, dash: isDash})
+		case levels[top].dash && !isDash:
+			parent := 1
+			if top > 0 {
+				parent = levels[top-1].col + 1
+			}
+			return i + 1, ind + 1, fmt.Sprintf(`the column of the "- " of the list above: a key of the mapping that holds the list goes at column %d, a key of a list item right of its "- "`, parent), true
+		}
+		if isDash {
+			// The item's content is a level of its own: "- name: a" puts
+			// the item's keys at the column of "name".
+			rest := trimmed
+			c := ind
+			for rest == "-" || strings.HasPrefix(rest, "- ") {
+				after := strings.TrimLeft(rest[1:], " ")
+				c += len(rest) - len(after)
+				rest = after
+			}
+			if rest != "" && rest[0] != '#' {
+				levels = append(levels, level{col: c})
+			}
 		}
 	}
-	return 0, 0, false
+	return 0, 0, "", false
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {

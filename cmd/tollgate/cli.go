@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/engine"
+	"github.com/tollgate-dev/tollgate/engine/live"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
@@ -214,6 +215,9 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 	if err := engine.CheckEnv(sc, os.LookupEnv); err != nil {
 		printLoadErrors(stderr, err)
 		return nil, false
+	}
+	for _, w := range engine.Warnings(sc, live.ProcessFileLimit()) {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	if !compileGates {
 		return p, true
@@ -509,12 +513,19 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
-		names := make([]string, 0, len(p.sc.Runs))
-		for _, r := range p.sc.Runs {
+		// A large matrix would print a screenful of names; the first few
+		// say what the runs are called.
+		const shown = 8
+		names := make([]string, 0, shown+1)
+		for i, r := range p.sc.Runs {
+			if i == shown {
+				names = append(names, fmt.Sprintf("… and %d more", len(p.sc.Runs)-shown))
+				break
+			}
 			names = append(names, r.Name)
 		}
-		fmt.Fprintf(stdout, "%s: ok — %d runs (%s), %d phases, %d gates\n", path, len(p.sc.Runs),
-			strings.Join(names, ", "), len(p.sc.Phases), len(p.gates.Gates))
+		fmt.Fprintf(stdout, "%s: ok — %s (%s), %s, %s\n", path, plural(len(p.sc.Runs), "run"),
+			strings.Join(names, ", "), plural(len(p.sc.Phases), "phase"), plural(len(p.gates.Gates), "gate"))
 	}
 	return code
 }
@@ -539,4 +550,12 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 		return ExitNotJudged
 	}
 	return ExitPass
+}
+
+// plural is "1 run", "2 runs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -188,6 +188,9 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 
 	readyStart := time.Now()
 	if err := client.WaitReady(ctx, readyStart.Add(cfg.ReadyTimeout.Duration)); err != nil {
+		if errors.Is(err, measure.ErrCredentialsRefused) {
+			return out, fmt.Errorf("target refused the credentials: %w", err)
+		}
 		return out, fmt.Errorf("target not ready within %s: %w", cfg.ReadyTimeout.Duration, err)
 	}
 	out.Target.ReadyMS = report.F(float64(time.Since(readyStart).Microseconds()) / 1000)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/load"
@@ -77,20 +78,34 @@ func goodRequest(m measure.Metrics, slo map[string]float64) bool {
 // flight: standard streams, the report, metrics and metadata connections.
 const fileSlack = 32
 
-// fileLimitWarning says when inFlight requests cannot all hold a connection
-// under the open-file limit: the ones over it fail to connect (EMFILE) and
-// the phase measures a lower concurrency than it asked for.
-func (r *runner) fileLimitWarning(inFlight int) string {
-	limit := r.opts.OpenFileLimit
-	if limit == nil {
-		limit = processFileLimit
-	}
-	lim := limit()
-	if inFlight <= 0 || lim == 0 || uint64(inFlight)+fileSlack <= lim {
+// FileLimitWarning says when a load phase's requests cannot all hold a
+// connection under the open-file limit lim (0: unknown): the ones over it
+// fail to connect (EMFILE) and the phase measures a lower concurrency than
+// it asked for. An embedded simulator serves in this process, so each of
+// its connections costs two files. The Go runtime has already raised the
+// soft limit to the hard one at start-up, so lim is what this process can
+// have without the user raising the hard limit.
+func FileLimitWarning(run *scenarios.Run, p *scenarios.Phase, lim uint64) string {
+	if p.Kind != scenarios.PhaseLoad || lim == 0 {
 		return ""
 	}
-	return fmt.Sprintf("concurrency %d needs about %d open files but the limit is %d (ulimit -n): requests over it fail to connect; raise the limit", inFlight, inFlight+fileSlack, lim)
+	inFlight := p.MaxInFlight // an open loop's bound, 0 when none
+	inFlight = max(inFlight, p.Concurrency)
+	for _, c := range p.Sweep.Concurrency {
+		inFlight = max(inFlight, c)
+	}
+	files := inFlight
+	if run.Target.Embedded() {
+		files *= 2
+	}
+	if inFlight <= 0 || uint64(files)+fileSlack <= lim {
+		return ""
+	}
+	return fmt.Sprintf("concurrency %d needs about %d open files but the limit is %d (ulimit -n): requests over it fail to connect; raise the hard limit", inFlight, files+fileSlack, lim)
 }
+
+// ProcessFileLimit is this process's soft limit on open files; 0 when unknown.
+func ProcessFileLimit() uint64 { return processFileLimit() }
 
 // loadKind runs a load phase: one point, or one per sweep value, closed
 // loop (concurrency) or open loop (rate); points holds one entry per value.
@@ -116,11 +131,11 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	default:
 		specs = []spec{{rate: p.Rate}}
 	}
-	need := p.MaxInFlight // an open loop's bound, 0 when none
-	for _, sp := range specs {
-		need = max(need, sp.concurrency)
+	limit := r.opts.OpenFileLimit
+	if limit == nil {
+		limit = processFileLimit
 	}
-	if w := r.fileLimitWarning(need); w != "" {
+	if w := FileLimitWarning(r.run, p, limit()); w != "" {
 		// The phase's metrics, warnings included, are laid out last.
 		defer func() {
 			if ph.ServingMetrics != nil {
@@ -157,6 +172,11 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		var stopErr error
 		var stopOnce sync.Once
 		var inflight int64
+		// Requests holding a connection, counted apart from those sent: a
+		// request over the open-file limit fails to connect and was never in
+		// flight at the server (24,000 were reported where ~20,000 sockets
+		// could exist).
+		var held, peakHeld int64
 		base := next
 		done := 0
 		started := time.Now()
@@ -173,6 +193,16 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			jctx := jobCtx
 			idx := base + i
 			req := prompts(idx)
+			var connected atomic.Bool
+			req.Connected = func() {
+				if connected.Swap(true) {
+					return
+				}
+				st.mu.Lock()
+				held++
+				peakHeld = max(peakHeld, held)
+				st.mu.Unlock()
+			}
 			st.mu.Lock()
 			inflight++
 			st.mu.Unlock()
@@ -181,6 +211,9 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			inflight--
+			if connected.Load() {
+				held--
+			}
 			done++
 			if out.Err != nil && out.Err.Class == measure.ClassCanceled && jobCtx.Err() != nil {
 				return // stopped by us or the user: not the server's error
@@ -239,7 +272,11 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 
 		lp.ServingMetrics = st.agg.metrics()
 		lp.QueueMS = report.StatFrom(st.queue)
+		// The executor's count stands only where no job ran (the shape).
 		lp.PeakInFlight = res.PeakInFlight
+		if done > 0 {
+			lp.PeakInFlight = peakHeld
+		}
 		if !st.firstStart.IsZero() {
 			dur := st.lastEnd.Sub(st.firstStart).Seconds()
 			lp.DurationS = dur

@@ -2,6 +2,10 @@ package live
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +23,8 @@ func TestOpenFileLimitWarning(t *testing.T) {
 		{"closed loop over the limit", "{kind: load, concurrency: 8, requests: 8, prompt_tokens: 8, max_tokens: 2}", 20, true},
 		{"sweep, largest over the limit", "{kind: load, sweep: {concurrency: [1, 4]}, requests: 4, prompt_tokens: 8, max_tokens: 2}", 35, true},
 		{"open loop bounded over the limit", "{kind: load, rate: 200, max_in_flight: 16, requests: 4, prompt_tokens: 8, max_tokens: 2}", 40, true},
-		{"fits", "{kind: load, concurrency: 8, requests: 8, prompt_tokens: 8, max_tokens: 2}", 40, false},
+		{"fits (two files a connection to the embedded simulator)", "{kind: load, concurrency: 8, requests: 8, prompt_tokens: 8, max_tokens: 2}", 48, false},
+		{"embedded needs two files a connection", "{kind: load, concurrency: 8, requests: 8, prompt_tokens: 8, max_tokens: 2}", 47, true},
 		{"limit unknown", "{kind: load, concurrency: 8, requests: 8, prompt_tokens: 8, max_tokens: 2}", 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,5 +48,43 @@ phases:
 				t.Fatalf("warnings %q, want an open-file warning: %v", r.Phases["load"].Warnings, tt.warned)
 			}
 		})
+	}
+}
+
+// A request that never gets a connection (over the open-file limit, or
+// refused) was never in flight at the server. The server here stops
+// accepting after the readiness probe: of 8 concurrent requests only the
+// one that reuses the probe's connection can be in flight, and the peak
+// said 8 while it counted sends.
+func TestPeakInFlightCountsOnlyRequestsHoldingAConnection(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			_, _ = io.WriteString(w, `{"status":"ok"}`)
+			_ = srv.Listener.Close() // existing connections live on
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"+
+			"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, model: m, metrics: false, metadata: false, retries: {max: 0}}
+phases:
+  load: {concurrency: 8, requests: 32, prompt: {text: hi}, max_tokens: 1, max_error_rate: 1}
+`, srv.URL), nil)
+	r, err := runFirst(t, sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := r.Phases["load"].Points[0]
+	if lp.Errors.Count == 0 || lp.Errors.ByClass["connect"] == 0 {
+		t.Fatalf("no connect errors: %+v", lp.Errors)
+	}
+	if lp.PeakInFlight > 1 {
+		t.Errorf("peak_in_flight %d with one connection to hold", lp.PeakInFlight)
 	}
 }

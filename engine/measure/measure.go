@@ -8,6 +8,7 @@ package measure
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/report"
@@ -40,6 +41,11 @@ type Request struct {
 	// TargetPromptTokens is the prompt size the request was built for (0:
 	// none), so the server's own count can be held against it.
 	TargetPromptTokens int
+	// Connected, when set, is called when the request first holds a
+	// connection (new or reused), from the transport's goroutine: a request
+	// that never gets one (EMFILE, refused) was never in flight at the
+	// server, and a peak counted from sends would include it.
+	Connected func()
 }
 
 // ErrorClass classifies a failed request.
@@ -63,6 +69,10 @@ const (
 	// ClassRedirect: a 3xx the redirect policy does not follow.
 	ClassRedirect ErrorClass = "redirect"
 )
+
+// ErrCredentialsRefused marks a target that answered 401 or 403 when asked
+// whether it is ready: it is up, and waiting will not change its answer.
+var ErrCredentialsRefused = errors.New("credentials refused")
 
 // ErrorClasses lists every class a request can fail with, in report order.
 var ErrorClasses = []ErrorClass{

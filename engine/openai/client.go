@@ -417,7 +417,9 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		TLSHandshakeStart: func() { tlsStart.Store(since()) },
 		TLSHandshakeDone:  func(tls.ConnectionState, error) { tlsDone.Store(since()) },
 		GotConn: func(info httptrace.GotConnInfo) {
-			gotConn.Store(true)
+			if !gotConn.Swap(true) && req.Connected != nil {
+				req.Connected()
+			}
 			conn.Store(tsConnOf(info.Conn))
 			if info.Reused {
 				dialStart.Store(0)

@@ -61,9 +61,15 @@ func (c *Client) WaitReady(ctx context.Context, deadline time.Time) error {
 	wait := 100 * time.Millisecond
 	var last string
 	for {
-		ready, why := c.probeReady(ctx)
+		ready, why, refused := c.probeReady(ctx)
 		if ready {
 			return nil
+		}
+		if refused {
+			// Waiting does not change credentials: say so now, not after
+			// the whole ready timeout.
+			return fmt.Errorf("openai: %s refuses the request's credentials: %s (check api_key_env and headers): %w",
+				c.redact(c.base), c.redact(why), ErrUnauthorized)
 		}
 		last = why
 		t := time.NewTimer(wait)
@@ -78,26 +84,37 @@ func (c *Client) WaitReady(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-func (c *Client) probeReady(ctx context.Context) (bool, string) {
+// probeReady asks /health, then /v1/models when /health is absent or
+// wants credentials (some gateways guard only /v1). refused says both
+// answered 401 or 403: the server is up and will not take these
+// credentials.
+func (c *Client) probeReady(ctx context.Context) (ready bool, why string, refused bool) {
 	status, body, _, err := c.get(ctx, "/health", errorSnippetBytes)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), false
 	}
 	if ok2xx(status) {
-		return true, ""
+		return true, "", false
 	}
-	if !absent(status) {
-		return false, fmt.Sprintf("GET %s/health: HTTP %d %s", c.base, status, strings.TrimSpace(snippet(body, 200)))
+	if !absent(status) && !denied(status) {
+		return false, fmt.Sprintf("GET %s/health: HTTP %d %s", c.base, status, strings.TrimSpace(snippet(body, 200))), false
 	}
 	status, body, _, err = c.get(ctx, "/v1/models", errorSnippetBytes)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), false
 	}
 	if ok2xx(status) {
-		return true, ""
+		return true, "", false
 	}
-	return false, fmt.Sprintf("GET %s/v1/models: HTTP %d %s", c.base, status, strings.TrimSpace(snippet(body, 200)))
+	return false, fmt.Sprintf("GET %s/v1/models: HTTP %d %s", c.base, status, strings.TrimSpace(snippet(body, 200))), denied(status)
 }
+
+func denied(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
+// ErrUnauthorized is measure.ErrCredentialsRefused.
+var ErrUnauthorized = measure.ErrCredentialsRefused
 
 // Models returns the model ids from /v1/models, in server order; the first is
 // the natural default.

@@ -145,44 +145,96 @@ func (w writer) Write(p []byte) (int, error) {
 // may not hold '@', '/' or white space, as in a URL it must be escaped.
 var userinfoPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*):[^\s/@]*@`)
 
+// queryParam finds name=value after a URL's ? or & in free text.
+var queryParam = regexp.MustCompile(`([?&])([^=&?\s"'#<>]+)=([^&\s"'#<>\\]*)`)
+
+// queryOnlyWords mark query parameters as secret beyond secretWords: signed
+// URLs carry their credential as sig= or signature=.
+var queryOnlyWords = []string{"sig", "signature"}
+
+// isSecretParam reports whether a URL query parameter's name looks secret
+// (api_key=, access_token=, sig=).
+func isSecretParam(name string) bool {
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	if IsSecretName(name) {
+		return true
+	}
+	for _, w := range words(name) {
+		if slices.Contains(queryOnlyWords, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactURLPasswords removes from free text every URL userinfo password
+// and the value of every secret-named query parameter.
 func redactURLPasswords(s string) string {
 	if !strings.Contains(s, "://") {
 		return s // the common case, without the regexp
 	}
-	return userinfoPassword.ReplaceAllString(s, "${1}:"+Value+"@")
+	s = userinfoPassword.ReplaceAllString(s, "${1}:"+Value+"@")
+	if !strings.ContainsAny(s, "?&") {
+		return s
+	}
+	return queryParam.ReplaceAllStringFunc(s, func(m string) string {
+		sub := queryParam.FindStringSubmatch(m)
+		if sub[3] == "" || sub[3] == Value || !isSecretParam(sub[2]) {
+			return m
+		}
+		return sub[1] + sub[2] + "=" + Value
+	})
 }
 
-// URL returns raw with the password of its userinfo replaced by Value
-// (http://user:pw@host → http://user:[REDACTED]@host); the user name stays,
-// as it tells which account was used. Text that does not parse as a URL is
-// scrubbed as free text.
+// URL returns raw with the password of its userinfo and the values of its
+// secret-named query parameters replaced by Value
+// (http://user:pw@host/?api_key=k → http://user:[REDACTED]@host/?api_key=[REDACTED]);
+// the user name and other parameters stay, as they tell which account and
+// API version were used. Text that does not parse as a URL is scrubbed as
+// free text.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return redactURLPasswords(raw)
 	}
 	if _, ok := u.User.Password(); !ok {
-		return raw
+		return redactURLPasswords(raw)
 	}
 	// url.URL.Redacted writes "xxxxx"; the report says [REDACTED] everywhere.
 	u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	return strings.Replace(u.String(), ":REDACTED@", ":"+Value+"@", 1)
+	return redactURLPasswords(strings.Replace(u.String(), ":REDACTED@", ":"+Value+"@", 1))
 }
 
-// URLSecrets returns the password of raw's userinfo as written and as
-// decoded (they differ when it is percent-escaped), for a Redactor, so an
-// error that quotes the URL either way does not leak it. None when raw has
-// no password.
+// URLSecrets returns the password of raw's userinfo and the values of its
+// secret-named query parameters, each as written and as decoded (they
+// differ when percent-escaped), for a Redactor, so an error that quotes the
+// URL either way, or a server that echoes it, does not leak them.
 func URLSecrets(raw string) []string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
 		return nil
+	}
+	var out []string
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if v == "" || !isSecretParam(k) {
+			continue
+		}
+		out = append(out, v)
+		if dec, err := url.QueryUnescape(v); err == nil && dec != v {
+			out = append(out, dec)
+		}
+	}
+	if u.User == nil {
+		return out
 	}
 	pw, ok := u.User.Password()
 	if !ok || pw == "" {
-		return nil
+		return out
 	}
-	out := []string{pw}
+	out = append(out, pw)
 	// The escaped form as written: in the authority (up to the first / ? #),
 	// between the userinfo's first ':' and its last '@'.
 	if _, rest, ok := strings.Cut(raw, "://"); ok {

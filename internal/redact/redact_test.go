@@ -82,6 +82,8 @@ func TestRedactorString(t *testing.T) {
 			in: `Get "http://bob:hunter2@example.com:8000/v1/models": EOF`, want: `Get "http://bob:[REDACTED]@example.com:8000/v1/models": EOF`},
 		{name: "a port is not a password", in: "dial http://example.com:8000/v1 failed", want: "dial http://example.com:8000/v1 failed"},
 		{name: "an email after a URL is left", in: "see http://example.com:80 or mail a@b.c", want: "see http://example.com:80 or mail a@b.c"},
+		{name: "secret query values go without being known",
+			in: `Get "https://h/v1/chat?api-version=1&api_key=k9&x=2": EOF`, want: `Get "https://h/v1/chat?api-version=1&api_key=[REDACTED]&x=2": EOF`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := New(tc.secrets...).String(tc.in); got != tc.want {
@@ -121,6 +123,10 @@ func TestURL(t *testing.T) {
 		{name: "not a URL", in: "embedded", want: "embedded"},
 		{name: "unparsable still scrubbed", in: "http://u:pw@ho st%zz", want: "http://u:[REDACTED]@ho st%zz"},
 		{name: "empty", in: "", want: ""},
+		{name: "secret query parameters", in: "https://h/v1?api-version=2024&api_key=k1&access_token=t2&sig=s3",
+			want: "https://h/v1?api-version=2024&api_key=[REDACTED]&access_token=[REDACTED]&sig=[REDACTED]"},
+		{name: "password and query", in: "http://u:pw@h/?token=t", want: "http://u:[REDACTED]@h/?token=[REDACTED]"},
+		{name: "harmless parameters kept", in: "http://h/?model=m&monkey=1", want: "http://h/?model=m&monkey=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := URL(tc.in); got != tc.want {
@@ -139,6 +145,8 @@ func TestURLSecrets(t *testing.T) {
 		{name: "escaped password gives both forms", in: "http://u:p%40ss@host/a@b", want: []string{"p@ss", "p%40ss"}},
 		{name: "no password", in: "http://u@host", want: nil},
 		{name: "no userinfo", in: "http://host", want: nil},
+		{name: "query values, escaped and decoded", in: "http://host/?api_key=a%2Fb&x=1", want: []string{"a%2Fb", "a/b"}},
+		{name: "query and password", in: "http://u:pw@host/?token=t", want: []string{"t", "pw"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := URLSecrets(tc.in)
