@@ -44,6 +44,7 @@ func applySet(d *decoder, sch *setSchema, root *yaml.Node, idx int, flag string)
 		fail("value is not valid YAML: %v", err)
 		return
 	}
+	resolveTree(&val)
 	newNode := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
 	if len(val.Content) > 0 {
 		newNode = val.Content[0]
