@@ -225,7 +225,9 @@ const partPrefix = "part_"
 // deriveParts replaces the part_* definitions of doc with fresh copies of
 // every definition that requires something (directly or through a $ref),
 // with the requirements dropped: required and dependentRequired, except
-// inside if and not, where they test an instance rather than demand.
+// inside if and not, where they test an instance rather than demand, and
+// the entries of allOf marked "$comment": "whole: …", rules that hold of
+// the merged scenario only.
 func deriveParts(doc *object) *object {
 	defsV, _ := doc.get("$defs")
 	defs := defsV.(*object)
@@ -263,9 +265,23 @@ func deriveParts(doc *object) *object {
 	return doc
 }
 
+// whole reports whether v is an allOf entry marked as a rule of the
+// merged scenario only.
+func whole(v any) bool {
+	o, ok := v.(*object)
+	if !ok {
+		return false
+	}
+	c, _ := o.vals["$comment"].(string)
+	return strings.HasPrefix(c, "whole:")
+}
+
 func requires(v any, matcher bool) bool {
 	switch x := v.(type) {
 	case *object:
+		if !matcher && whole(x) {
+			return true
+		}
 		for _, k := range x.keys {
 			if !matcher && (k == "required" || k == "dependentRequired") {
 				return true
@@ -318,6 +334,18 @@ func strip(v any, needs map[string]bool, matcher bool) any {
 				if name := strings.TrimPrefix(s, "#/$defs/"); needs[name] {
 					e = "#/$defs/" + partPrefix + name
 				}
+			}
+			if l, ok := e.([]any); ok && k == "allOf" && !matcher {
+				var kept []any
+				for _, b := range l {
+					if !whole(b) {
+						kept = append(kept, b)
+					}
+				}
+				if len(kept) == 0 {
+					continue
+				}
+				e = kept
 			}
 			o.set(k, strip(e, needs, matcher || k == "if" || k == "not"))
 		}
