@@ -372,7 +372,7 @@ func readMatrix(d *decoder, n *yaml.Node) []MatrixAxis {
 		seen := map[string]bool{}
 		for _, c := range v.Content {
 			c = resolveAlias(c)
-			if c.Kind != yaml.ScalarNode || c.ShortTag() == "!!null" {
+			if c.Kind != yaml.ScalarNode || c.ShortTag() == "!!null" || c.ShortTag() == "!!bool" {
 				d.errorf(c, "matrix.%s: values must be strings or numbers, got %s", k.Value, describe(c))
 				continue
 			}

@@ -287,6 +287,7 @@ func TestSet(t *testing.T) {
 		{name: "index past the end of a list", file: served, sets: []string{"targets.server.secret_headers.2=X"}, wantErr: `targets.server.secret_headers is a list of 1; "2" is not an index in it`},
 		{name: "empty key", sets: []string{"targets..cache=x"}, wantErr: `has an empty key`},
 		{name: "profiles are already applied", sets: []string{"profiles.ci.vars.mode=direct"}, wantErr: `profiles is resolved before --set applies`},
+		{name: "replace_gates is already applied", sets: []string{"replace_gates=true"}, wantErr: `replace_gates is resolved before --set applies`},
 		{name: "wrong type", sets: []string{"targets.route.activation_bytes=[1]"}, wantErr: `--set targets.route.activation_bytes=[1]: targets.route.activation_bytes: expected a size`},
 		{name: "a new value is type-checked", file: served, sets: []string{"targets.server.headers.X=[1]"}, wantErr: `--set targets.server.headers.X=[1]: targets.server.headers`},
 		{name: "no equals", sets: []string{"targets.route.cache"}, wantErr: "expected PATH=VALUE"},
