@@ -320,6 +320,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		return ExitInvalid
 	}
+	if o.out.path("csv") != "" && !p.sc.Samples {
+		// The CSV is the samples; refused now rather than after the run.
+		fmt.Fprintf(stderr, "tollgate run: --csv: %s has report.samples: false, so the report keeps no per-request rows to write; "+
+			"turn samples on, or stream them with --samples-out\n", path)
+		return ExitInvalid
+	}
 	samples, err := openSamples(o.samplesOut)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate run: --samples-out: %v\n", err)
