@@ -130,9 +130,9 @@ func TestEveryPhaseKindHasRows(t *testing.T) {
 			}
 			want := map[key]int{
 				{"prefill", "32"}: 2, {"prefill", "64"}: 2,
-				{"decode", ""}: 2,
+				{"decode", ""}:            2,
 				{"prefix_cache", "fresh"}: 2, {"prefix_cache", "identical"}: 2, {"prefix_cache", "small_suffix"}: 2,
-				{"profile", ""}: 2,
+				{"profile", ""}:           2,
 				{"load", "concurrency 1"}: 5, {"load", "concurrency 2"}: 5,
 			}
 			for k, n := range want {
