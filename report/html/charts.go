@@ -485,7 +485,9 @@ var latencyMetrics = []latencyMetric{
 		seam:  func(m *report.SeamMetrics) *report.Stat { return &m.SeamLatencyMS }},
 }
 
-func (m latencyMetric) title() string { return strings.ToUpper(m.label[:1]) + m.label[1:] + " distribution" }
+func (m latencyMetric) title() string {
+	return strings.ToUpper(m.label[:1]) + m.label[1:] + " distribution"
+}
 
 // stat is m's statistic over a phase or a slice (nil when it has none).
 func (m latencyMetric) stat(sm *report.ServingMetrics, seam *report.SeamMetrics) *report.Stat {
