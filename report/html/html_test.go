@@ -33,6 +33,12 @@ func runExample(t *testing.T, name string) *report.Report {
 	if err := engine.Run(context.Background(), sc, r, engine.Options{ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
 	}
+	return judge(t, r, sc)
+}
+
+// judge evaluates the scenario's gates over r, as the CLI does.
+func judge(t *testing.T, r *report.Report, sc *scenarios.Scenario) *report.Report {
+	t.Helper()
 	env, err := gates.Env(r, sc.Vars)
 	if err != nil {
 		t.Fatal(err)

@@ -52,6 +52,7 @@ type axis struct {
 	Zero  bool // include zero in the range (bars, latencies)
 	Max   float64
 	HasMx bool // Max is a fixed upper bound (percentiles end at 100)
+	fewer bool // a narrow x axis: about four ticks, not six, so labels keep apart
 }
 
 func (a axis) title() string {
@@ -215,7 +216,11 @@ func newScale(a axis, vals []float64, p0, p1 float64) scale {
 		if a.HasMx {
 			hi = a.Max
 		}
-		s.lo, s.hi, s.ticks = linTicks(lo, hi, 5)
+		n := 5
+		if a.fewer {
+			n = 3
+		}
+		s.lo, s.hi, s.ticks = linTicks(lo, hi, n)
 		if a.HasMx {
 			s.hi = a.Max
 		}
@@ -431,6 +436,7 @@ func (c lineChart) svgAt(g geom) (string, []legendItem) {
 		}
 	}
 	ys := newScale(c.Y, yv, g.H-padBot, padTop)
+	c.X.fewer = g.narrow
 	xs := newScale(c.X, xv, leftPad(ys), g.W-padRight)
 	var b strings.Builder
 	openSVG(&b, g, c.Title)
@@ -561,6 +567,7 @@ func (c barChart) svgAt(g geom) (string, []legendItem) {
 			catW = max(catW, len([]rune(s)))
 		}
 		left := math.Min(20+float64(catW)*charPx, g.W*0.42)
+		c.V.fewer = g.narrow // the value axis runs across
 		vs = newScale(c.V, vals, left, g.W-padRight)
 		cs = scale{lo: 0, hi: float64(len(c.Cats)), p0: padTop, p1: g.H - padBot}
 		band = (cs.p1 - cs.p0) / math.Max(1, float64(len(c.Cats)))
