@@ -390,3 +390,45 @@ func TestCDFSlicesAgainstBaseline(t *testing.T) {
 		t.Errorf("legend %v, want %s", names, want)
 	}
 }
+
+// A CDF over many samples steps through a bounded number of ranks, and
+// still ends at the maximum with markers at p50 and p95.
+func TestCDFPointsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n       int
+		maxPts  int
+		allKept bool
+	}{
+		{"few samples, every one", 7, 8, true},
+		{"exactly the bound", maxCDFSteps, maxCDFSteps + 1, true},
+		{"a long load phase", 100_000, maxCDFSteps + 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vals := make([]float64, tc.n)
+			for i := range vals {
+				vals[i] = float64(tc.n - i) // unsorted on purpose
+			}
+			pts := cdfPoints(vals, "ms")
+			if len(pts) > tc.maxPts || tc.allKept && len(pts) != tc.n+1 {
+				t.Errorf("%d points for %d samples, want at most %d", len(pts), tc.n, tc.maxPts)
+			}
+			last := pts[len(pts)-1]
+			if last.X != float64(tc.n) || last.Y != 100 {
+				t.Errorf("curve ends at (%v, %v), want (%d, 100)", last.X, last.Y, tc.n)
+			}
+			marks := 0
+			for i, p := range pts {
+				if p.Mark {
+					marks++
+				}
+				if i > 0 && (p.X < pts[i-1].X || p.Y < pts[i-1].Y) {
+					t.Fatalf("point %d goes back: %v after %v", i, p, pts[i-1])
+				}
+			}
+			if marks < 1 || marks > 2 {
+				t.Errorf("%d markers, want p50 and p95", marks)
+			}
+		})
+	}
+}

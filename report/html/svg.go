@@ -693,10 +693,20 @@ func cdfPoints(vals []float64, unit string) []xy {
 	n := float64(len(v))
 	pts := []xy{{X: v[0], Y: 0, Lo: math.NaN(), Hi: math.NaN()}}
 	p50, p95 := stats.Rank(int64(len(v)), 50)-1, stats.Rank(int64(len(v)), 95)-1
+	// Past maxCDFSteps samples (a long load phase keeps every request) the
+	// curve steps through evenly spaced ranks, p50, p95 and the maximum:
+	// finer than a plot's pixels, and the page stays small.
+	stride := max(1, (len(v)+maxCDFSteps-1)/maxCDFSteps)
 	for i, x := range v {
+		if i%stride != stride-1 && i != len(v)-1 && int64(i) != p50 && int64(i) != p95 {
+			continue
+		}
 		p := pt(x, float64(i+1)/n*100, fmt.Sprintf("%s %s ≤ p%s (n=%d)", fmtNum(x), unit, fmtNum(float64(i+1)/n*100), len(v)))
 		p.Mark = int64(i) == p50 || int64(i) == p95
 		pts = append(pts, p)
 	}
 	return pts
 }
+
+// maxCDFSteps bounds the points of one CDF curve.
+const maxCDFSteps = 400
