@@ -1,10 +1,12 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,6 +151,18 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	}
 	all := newAggregator()
 	var allMu sync.Mutex
+	// With report.samples on, a load phase keeps its requests like every
+	// other phase (point by point, in index order): the CSV and the HTML
+	// CDFs read them. Aggregates stay bounded either way; a long soak
+	// turns report.samples off and streams --samples-out instead.
+	var kept []report.RequestSample
+	if r.opts.Samples {
+		defer func() {
+			if ph.ServingMetrics != nil && kept != nil {
+				ph.Samples = kept
+			}
+		}()
+	}
 	next := 0 // global request index across points, so no two requests share a prompt
 	for _, sp := range specs {
 		lp := &report.LoadPoint{Concurrency: sp.concurrency, Rate: sp.rate}
@@ -179,6 +193,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		var held, peakHeld int64
 		base := next
 		done := 0
+		var pointKept []report.RequestSample // under st.mu
 		started := time.Now()
 		tick := r.progressTicker(pctx, func() Progress {
 			st.mu.Lock()
@@ -247,8 +262,14 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 					st.good++
 				}
 			}
-			if r.opts.SampleSink != nil {
-				r.opts.SampleSink(sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000))
+			if r.opts.Samples || r.opts.SampleSink != nil {
+				smp := sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000)
+				if r.opts.Samples {
+					pointKept = append(pointKept, smp)
+				}
+				if r.opts.SampleSink != nil {
+					r.opts.SampleSink(smp)
+				}
 			}
 			if out.Err != nil {
 				lastErr = out.Err
@@ -265,6 +286,9 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		cancelJobs()
 		tick()
 		next += res.Sent
+		// Requests complete out of order; the report keeps them by index.
+		slices.SortFunc(pointKept, func(a, b report.RequestSample) int { return cmp.Compare(a.Index, b.Index) })
+		kept = append(kept, pointKept...)
 		// The jobs are done: what the early stop did not judge is judged now.
 		if stopErr == nil && ctx.Err() == nil && budget.over(st.agg.errCount, st.agg.requests) {
 			stopErr = budget.err(label, st.agg.errCount, st.agg.requests, lastErr)
