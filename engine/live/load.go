@@ -109,6 +109,12 @@ func FileLimitWarning(run *scenarios.Run, p *scenarios.Phase, lim uint64) string
 // ProcessFileLimit is this process's soft limit on open files; 0 when unknown.
 func ProcessFileLimit() uint64 { return processFileLimit() }
 
+// MaxLoadSamples bounds the request samples a load phase keeps in the
+// report (about 30 MB in memory, more as JSON): a long open loop at
+// 1,000 req/s would otherwise grow without bound. --samples-out streams
+// every one.
+const MaxLoadSamples = 100_000
+
 // loadKind runs a load phase: one point, or one per sweep value, closed
 // loop (concurrency) or open loop (rate); points holds one entry per value.
 type loadKind struct{}
@@ -156,10 +162,19 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	// CDFs read them. Aggregates stay bounded either way; a long soak
 	// turns report.samples off and streams --samples-out instead.
 	var kept []report.RequestSample
+	var keptAll, dropped atomic.Int64 // across points; keptAll bounds kept
+	maxKept := int64(r.opts.MaxLoadSamples)
+	if maxKept <= 0 {
+		maxKept = MaxLoadSamples
+	}
 	if r.opts.Samples {
 		defer func() {
 			if ph.ServingMetrics != nil && kept != nil {
 				ph.Samples = kept
+			}
+			if n := dropped.Load(); n > 0 && ph.ServingMetrics != nil {
+				ph.Warnings = append(ph.Warnings, fmt.Sprintf("samples: the report keeps the first %d request samples of a load phase; "+
+					"%d more went only to --samples-out (give it, or report.samples: false, for long runs)", maxKept, n))
 			}
 		}()
 	}
@@ -265,7 +280,11 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			if r.opts.Samples || r.opts.SampleSink != nil {
 				smp := sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000)
 				if r.opts.Samples {
-					pointKept = append(pointKept, smp)
+					if keptAll.Add(1) <= maxKept {
+						pointKept = append(pointKept, smp)
+					} else {
+						dropped.Add(1)
+					}
 				}
 				if r.opts.SampleSink != nil {
 					r.opts.SampleSink(smp)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,6 +198,33 @@ phases:
 				}
 			}
 		})
+	}
+}
+
+// What a load phase keeps in the report has a bound; the stream has none,
+// and the report says how many samples it did not keep.
+func TestLoadSamplesKeptUpToTheBound(t *testing.T) {
+	_, url := startSim(t, sim.Config{DecodeStep: time.Millisecond})
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  load: {sweep: {concurrency: [1, 3]}, requests: 6, max_tokens: 2, prompt_tokens: 16}
+`, url), nil)
+	var streamed atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := Run(ctx, sc.Runs[0], Options{Samples: true, MaxLoadSamples: 8, SampleSink: func(report.RequestSample) { streamed.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := r.Phases["load"].Samples.([]report.RequestSample)
+	if len(kept) != 8 || streamed.Load() != 12 {
+		t.Fatalf("kept %d (want 8), streamed %d (want 12)", len(kept), streamed.Load())
+	}
+	w := strings.Join(r.Phases["load"].Warnings, "\n")
+	if !strings.Contains(w, "keeps the first 8 request samples") || !strings.Contains(w, "4 more went only to --samples-out") {
+		t.Errorf("warnings %q", w)
 	}
 }
 
