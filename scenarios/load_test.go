@@ -465,3 +465,32 @@ func TestPrintableRedactsSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A base_url from --set or --var points a simulator scenario at a server,
+// as examples/load-sweep.yaml says to: its sim block is dropped with a
+// warning. The same pair written in the file is an error.
+func TestSetBaseURLDropsTheSimBlock(t *testing.T) {
+	src := []byte("vars: {url: embedded}\ntargets:\n  s:\n    kind: openai\n    base_url: ${vars.url}\n    sim: {decode_step: 1ms}\nphases:\n  decode: {prompt: {text: hi}}\n")
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string // the warning; "" when none
+	}{
+		{name: "--set base_url", opts: Options{Sets: []string{"targets.s.base_url=http://h:1"}},
+			want: "s.yaml:6:5: targets.s.sim is ignored: base_url (--set targets.s.base_url=http://h:1) names a server"},
+		{name: "--var feeding base_url", opts: Options{Vars: []string{"url=http://h:2"}},
+			want: "s.yaml:6:5: targets.s.sim is ignored: base_url (--var url=http://h:2) names a server"},
+		{name: "the simulator, as written", opts: Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.LookupEnv = noEnv
+			sc, err := Parse("s.yaml", src, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(sc.Warnings, "\n"); got != tc.want {
+				t.Errorf("warnings %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

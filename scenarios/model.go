@@ -511,6 +511,9 @@ type Scenario struct {
 	// SHA256 is the hash of the effective scenario (after includes, profile,
 	// vars and --set) without its gates and descriptions: what is measured.
 	SHA256 string
+	// Warnings are what the loader changed or will not do as written, each
+	// with its position (a sim block dropped for a --set base_url).
+	Warnings []string
 	// Effective is the effective scenario as YAML, before matrix expansion.
 	Effective []byte
 	Vars      map[string]any
