@@ -172,12 +172,12 @@ func Validate(sc *scenarios.Scenario) error {
 	return nil
 }
 
-// Warnings are what a scenario asks of this machine that it cannot give
-// (a load phase's concurrency over the open-file limit), each at the
-// phase's position, found before anything is sent; each run's report
-// repeats them.
+// Warnings are what a scenario asks that will not happen as written: the
+// loader's (scenarios.Scenario.Warnings) and a load phase's concurrency
+// over the open-file limit (each run's report repeats it). Each has its
+// position; all are found before anything is sent.
 func Warnings(sc *scenarios.Scenario, openFileLimit uint64) []string {
-	var out []string
+	out := append([]string(nil), sc.Warnings...)
 	seen := map[string]bool{}
 	for _, run := range sc.Runs {
 		if run.Target.Kind == scenarios.KindSeam {

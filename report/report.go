@@ -34,6 +34,9 @@ type Report struct {
 	Runs          map[string]*Run `json:"runs"`
 	RunOrder      []string        `json:"run_order"`
 	Gates         []GateResult    `json:"gates"`
+	// Repetitions, when the scenario ran more than once, summarises every
+	// figure of runs across the repetitions; runs is the last one.
+	Repetitions *Repetitions `json:"repetitions,omitempty"`
 }
 
 // Tool names the program that wrote the report.

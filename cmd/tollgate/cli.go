@@ -159,7 +159,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	fs.BoolVar(&o.noGate, "no-gate", false, "measure and report without judging the gates")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set targets.route.activation_bytes=8192")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout and no progress; errors still go to stderr")
-	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines, written out at least every second and on every signal (load phases keep none in memory)")
+	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines, written out at least every second and on every signal (with report.samples: false the run keeps none in memory)")
 	o.out.extra["--samples-out"] = &o.samplesOut
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
@@ -310,6 +310,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := o.out.check(fs, map[string]string{"scenario file": path, "baseline": o.baseline}); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		return ExitInvalid
+	}
+	if o.out.path("csv") != "" && !p.sc.Samples {
+		// The CSV is the samples; refused now rather than after the run.
+		fmt.Fprintf(stderr, "tollgate run: --csv: %s has report.samples: false, so the report keeps no per-request rows to write; "+
+			"turn samples on, or stream them with --samples-out\n", path)
 		return ExitInvalid
 	}
 	samples, err := openSamples(o.samplesOut)
