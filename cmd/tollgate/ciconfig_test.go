@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -73,37 +76,38 @@ type ghStep struct {
 
 // parseGitHub parses a workflow strictly (an unknown key is an error) and
 // checks what GitHub requires of it.
-func parseGitHub(t *testing.T, text string) ghWorkflow {
-	t.Helper()
+func parseGitHub(text string) (ghWorkflow, error) {
 	var wf ghWorkflow
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	dec.KnownFields(true)
 	if err := dec.Decode(&wf); err != nil {
-		t.Fatalf("not a workflow this test knows: %v", err)
+		return wf, fmt.Errorf("not a workflow this test knows: %w", err)
 	}
-	if wf.On.Kind == 0 || len(wf.On.Content) == 0 {
-		t.Error("no on: (the events that start it)")
+	var errs []error
+	if len(wf.On.Content) == 0 && wf.On.Value == "" {
+		errs = append(errs, errors.New("no on: (the events that start it)"))
 	}
 	if len(wf.Jobs) == 0 {
-		t.Error("no jobs")
+		errs = append(errs, errors.New("no jobs"))
 	}
-	for id, j := range wf.Jobs {
-		if j.RunsOn.Kind == 0 || (j.RunsOn.Kind == yaml.ScalarNode && j.RunsOn.Value == "") || (j.RunsOn.Kind == yaml.SequenceNode && len(j.RunsOn.Content) == 0) {
-			t.Errorf("jobs.%s: no runs-on", id)
+	for _, id := range slices.Sorted(maps.Keys(wf.Jobs)) {
+		j := wf.Jobs[id]
+		if j.RunsOn.Value == "" && len(j.RunsOn.Content) == 0 {
+			errs = append(errs, fmt.Errorf("jobs.%s: no runs-on", id))
 		}
 		if len(j.Steps) == 0 {
-			t.Errorf("jobs.%s: no steps", id)
+			errs = append(errs, fmt.Errorf("jobs.%s: no steps", id))
 		}
 		for i, s := range j.Steps {
 			if (s.Uses == "") == (s.Run == "") {
-				t.Errorf("jobs.%s.steps[%d]: want exactly one of uses and run", id, i)
+				errs = append(errs, fmt.Errorf("jobs.%s.steps[%d]: want exactly one of uses and run", id, i))
 			}
 			if s.Run != "" && len(s.With) > 0 {
-				t.Errorf("jobs.%s.steps[%d]: with: on a run step", id, i)
+				errs = append(errs, fmt.Errorf("jobs.%s.steps[%d]: with: on a run step", id, i))
 			}
 		}
 	}
-	return wf
+	return wf, errors.Join(errs...)
 }
 
 // events are what the workflow's on: starts it for.
@@ -139,7 +143,10 @@ type ghRun struct {
 // runGitHub runs the workflow for a push to main, then for a pull request
 // (which then finds main's artifacts), when it is started by both.
 func runGitHub(t *testing.T, b docBlock, srv string) {
-	wf := parseGitHub(t, b.text)
+	wf, err := parseGitHub(b.text)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ev := wf.events()
 	run := &ghRun{srv: srv, artifacts: map[string]string{}, keep: t.TempDir()}
 	// A push to main first only when a step tells them apart (main's run
@@ -160,13 +167,7 @@ func runGitHub(t *testing.T, b docBlock, srv string) {
 		if e == "pull_request" {
 			run.ref = "refs/pull/1/merge"
 		}
-		for _, id := range slices.Sorted(func(yield func(string) bool) {
-			for id := range wf.Jobs {
-				if !yield(id) {
-					return
-				}
-			}
-		}) {
+		for _, id := range slices.Sorted(maps.Keys(wf.Jobs)) {
 			t.Run(e+"/"+id, func(t *testing.T) { run.job(t, wf.Jobs[id]) })
 		}
 	}
@@ -347,7 +348,7 @@ func assertNoKey(t *testing.T, dir string) {
 // glJob is a GitLab job, after extends.
 type glJob struct {
 	name         string
-	Extends      any
+	Extends      string
 	Image        string
 	Stage        string
 	Tags         []string
@@ -380,83 +381,82 @@ type glPipeline struct {
 }
 
 // parseGitLab parses .gitlab-ci.yml and checks what GitLab requires: every
-// job has a script and a stage from stages, and extends names a template.
-func parseGitLab(t *testing.T, text string) glPipeline {
-	t.Helper()
+// job has a script and a stage from stages, extends names a template and
+// needs a job.
+func parseGitLab(text string) (glPipeline, error) {
+	var p glPipeline
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(text), &root); err != nil {
-		t.Fatal(err)
+		return p, err
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return p, errors.New("not a mapping")
 	}
 	doc := root.Content[0]
-	var p glPipeline
 	raw := map[string]*yaml.Node{}
 	var names []string
 	for i := 0; i < len(doc.Content); i += 2 {
 		k, v := doc.Content[i].Value, doc.Content[i+1]
+		var err error
 		switch {
 		case k == "stages":
-			if err := v.Decode(&p.stages); err != nil {
-				t.Fatal(err)
-			}
+			err = v.Decode(&p.stages)
 		case k == "variables":
-			if err := v.Decode(&p.variables); err != nil {
-				t.Fatal(err)
-			}
+			err = v.Decode(&p.variables)
 		case glKeywords[k]:
-			t.Fatalf("the test does not know the top-level %s", k)
+			err = errors.New("the test does not know this keyword")
 		default:
 			raw[k] = v
 			if !strings.HasPrefix(k, ".") {
 				names = append(names, k)
 			}
 		}
+		if err != nil {
+			return p, fmt.Errorf("%s: %w", k, err)
+		}
 	}
 	if len(p.stages) == 0 || len(names) == 0 {
-		t.Fatal("no stages or no jobs")
+		return p, errors.New("no stages or no jobs")
 	}
+	var errs []error
 	for _, name := range names {
 		// extends: the template's keys first, the job's own over them.
 		j := &glJob{name: name}
-		var ext glJob
-		if err := raw[name].Decode(&ext); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if ext.Extends != nil {
-			tpl, ok := raw[fmt.Sprint(ext.Extends)]
+		var ext struct{ Extends string }
+		_ = raw[name].Decode(&ext)
+		if ext.Extends != "" {
+			tpl, ok := raw[ext.Extends]
 			if !ok {
-				t.Fatalf("%s: extends %v, which is not defined", name, ext.Extends)
+				errs = append(errs, fmt.Errorf("%s: extends %s, which is not defined", name, ext.Extends))
+				continue
 			}
 			if err := tpl.Decode(j); err != nil {
-				t.Fatal(err)
+				return p, fmt.Errorf("%s: %w", ext.Extends, err)
 			}
 		}
-		dec := yaml.NewDecoder(strings.NewReader(mustMarshal(t, raw[name])))
+		out, err := yaml.Marshal(raw[name])
+		if err != nil {
+			return p, err
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(out))
 		dec.KnownFields(true)
 		if err := dec.Decode(j); err != nil {
-			t.Fatalf("%s: not a job this test knows: %v", name, err)
+			return p, fmt.Errorf("%s: not a job this test knows: %w", name, err)
 		}
 		if len(j.Script) == 0 {
-			t.Errorf("%s: no script", name)
+			errs = append(errs, fmt.Errorf("%s: no script", name))
 		}
 		if !slices.Contains(p.stages, j.Stage) {
-			t.Errorf("%s: stage %q is not one of %v", name, j.Stage, p.stages)
+			errs = append(errs, fmt.Errorf("%s: stage %q is not one of %v", name, j.Stage, p.stages))
 		}
 		for _, n := range j.Needs {
-			if _, ok := raw[n]; !ok {
-				t.Errorf("%s: needs %s, which is not a job", name, n)
+			if _, ok := raw[n]; !ok || strings.HasPrefix(n, ".") {
+				errs = append(errs, fmt.Errorf("%s: needs %s, which is not a job", name, n))
 			}
 		}
 		p.jobs = append(p.jobs, j)
 	}
-	return p
-}
-
-func mustMarshal(t *testing.T, n *yaml.Node) string {
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return p, errors.Join(errs...)
 }
 
 var glRule = regexp.MustCompile(`^\$(\w+) == (?:"([^"]*)"|\$(\w+))$`)
@@ -489,7 +489,10 @@ func (j *glJob) included(t *testing.T, vars map[string]string) bool {
 // in one bash -eo pipefail, as the runner does. A job in neither pipeline
 // is not run; its tollgate commands are validated.
 func runGitLab(t *testing.T, b docBlock, srv string) {
-	p := parseGitLab(t, b.text)
+	p, err := parseGitLab(b.text)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mainReport []byte
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v4/projects/7/jobs/artifacts/main/raw/out/serving.json" || r.URL.Query().Get("job") != "perf" ||
@@ -601,4 +604,55 @@ func glJunit(j *glJob) []string {
 		return out
 	}
 	return nil
+}
+
+// The structure checks catch what GitHub and GitLab would refuse.
+func TestCIConfigChecks(t *testing.T) {
+	const gh = `on: {pull_request: }
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: tollgate validate perf/*.yaml
+`
+	const gl = `stages: [perf]
+.t: {image: golang:1.26, before_script: [make]}
+perf:
+  extends: .t
+  stage: perf
+  script: [tollgate validate perf/*.yaml]
+`
+	for _, tc := range []struct {
+		name, kind, text, err string
+	}{
+		{"github: a good workflow", "github", gh, ""},
+		{"github: no on", "github", strings.Replace(gh, "on: {pull_request: }\n", "", 1), "no on:"},
+		{"github: no runs-on", "github", strings.Replace(gh, "    runs-on: ubuntu-latest\n", "", 1), "jobs.a: no runs-on"},
+		{"github: runs-on misspelt", "github", strings.Replace(gh, "runs-on", "runs_on", 1), "field runs_on not found"},
+		{"github: a step with uses and run", "github", strings.Replace(gh, "- uses: actions/checkout@v4", "- {uses: actions/checkout@v4, run: make}", 1), "steps[0]: want exactly one of uses and run"},
+		{"github: a step with neither", "github", strings.Replace(gh, "- uses: actions/checkout@v4", "- name: nothing", 1), "steps[0]: want exactly one"},
+		{"github: no steps", "github", gh[:strings.Index(gh, "    steps:")], "jobs.a: no steps"},
+		{"gitlab: a good pipeline", "gitlab", gl, ""},
+		{"gitlab: no script", "gitlab", strings.Replace(gl, "  script: [tollgate validate perf/*.yaml]\n", "", 1), "perf: no script"},
+		{"gitlab: a stage not in stages", "gitlab", strings.Replace(gl, "stage: perf", "stage: test", 1), `perf: stage "test" is not one of [perf]`},
+		{"gitlab: extends nothing", "gitlab", strings.Replace(gl, "extends: .t", "extends: .u", 1), "extends .u, which is not defined"},
+		{"gitlab: needs nothing", "gitlab", gl + "  needs: [build]\n", "needs build, which is not a job"},
+		{"gitlab: a misspelt key", "gitlab", gl + "  artefacts: {paths: [out/]}\n", "field artefacts not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.kind == "github" {
+				_, err = parseGitHub(tc.text)
+			} else {
+				_, err = parseGitLab(tc.text)
+			}
+			if tc.err == "" && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
 }
