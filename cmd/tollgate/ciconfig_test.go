@@ -236,7 +236,7 @@ func (r *ghRun) job(t *testing.T, j ghJob) {
 	}
 	failed := false
 	for i, s := range j.Steps {
-		name := cmp(s.Name, s.Uses, firstLine(s.Run))
+		name := firstNonEmpty(s.Name, s.Uses, firstLine(s.Run))
 		if !r.cond(t, dir, s.If, failed) {
 			t.Logf("step %d (%s): skipped (if: %s)", i, name, s.If)
 			continue
@@ -268,12 +268,17 @@ func (r *ghRun) job(t *testing.T, j ghJob) {
 		}
 	}
 	assertNoKey(t, dir)
-	if sum, _ := os.ReadFile(summary); strings.Contains(string(sum), fakeKey) {
+	sum, _ := os.ReadFile(summary)
+	if strings.Contains(string(sum), fakeKey) {
 		t.Error("the step summary holds the API key")
+	}
+	ranRun := slices.ContainsFunc(j.Steps, func(s ghStep) bool { return strings.Contains(s.Run, "tollgate run ") })
+	if ranRun && !strings.Contains(string(sum), "#") {
+		t.Errorf("tollgate run wrote no Markdown to $GITHUB_STEP_SUMMARY:\n%s", sum)
 	}
 }
 
-func cmp(s ...string) string {
+func firstNonEmpty(s ...string) string {
 	for _, v := range s {
 		if v != "" {
 			return v
