@@ -131,7 +131,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 const runOutputsHelp = `Outputs:
   Each output path is checked before anything is sent: one that cannot be
   written, that is empty (--json-out=), that names the scenario file or the
-  baseline, or that two outputs share, exits 2. "-" writes --json-out,
+  baseline, or that two outputs share, exits 2. Missing parent
+  directories are made (out/ in a fresh checkout). "-" writes --json-out,
   --junit, --markdown or --csv to standard output (one of them at most);
   the text summary, the "wrote" lines and GitHub annotations then go to
   standard error. An output that cannot be written is named on stderr and

@@ -268,7 +268,13 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestUnwritableOutputFailsBeforeRunning(t *testing.T) {
-	r := tollgate(t, "run", example, "--json-out", filepath.Join(t.TempDir(), "missing", "r.json"))
+	// A missing folder is made (TestOutputParentsCreated); one below a file
+	// cannot be.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := tollgate(t, "run", example, "--json-out", filepath.Join(file, "missing", "r.json"))
 	if r.code != ExitInvalid || !strings.Contains(r.stderr, "--json-out") || r.stdout != "" {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
