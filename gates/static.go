@@ -39,6 +39,9 @@ var (
 	// ErrNoBaseline is an ErrUnknownName for baseline, which exists only
 	// when the run is given a baseline report.
 	ErrNoBaseline = fmt.Errorf("%w baseline", ErrUnknownName)
+	// ErrNoRepetitions is an ErrUnknownName for repetitions, which a
+	// report has only when the scenario ran more than once.
+	ErrNoRepetitions = fmt.Errorf("%w repetitions", ErrUnknownName)
 	ErrMissingKey = errors.New("missing key")
 	ErrType       = errors.New("type error")
 	ErrConstant   = errors.New("constant expression error")
@@ -388,11 +391,14 @@ func (w *resolver) unknownName(n ast.Node, name string, sc *scope) {
 	for s := sc; s != nil; s = s.next {
 		known = append(known, s.name)
 	}
-	kind := ErrUnknownName
-	if name == "baseline" {
+	kind, hint := ErrUnknownName, closest(name, known)
+	switch name {
+	case "baseline":
 		kind = ErrNoBaseline
+	case "repetitions":
+		kind, hint = ErrNoRepetitions, " (a report has repetitions only when run with --repeat-runs N, N ≥ 2; give the same flag to validate)"
 	}
-	w.problem(n, kind, "unknown name "+name+closest(name, known))
+	w.problem(n, kind, "unknown name "+name+hint)
 }
 
 func keysOf[V any](m map[string]V) []string {

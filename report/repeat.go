@@ -1,11 +1,13 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Repetitions summarises a scenario run several times (run --repeat-runs
@@ -196,4 +198,52 @@ func flatten(v any) any {
 	default:
 		return v
 	}
+}
+
+// Variation is one figure's spread across repetitions.
+type Variation struct {
+	Path string // dotted, under runs (embedded.phases.decode.tpot_ms.p50)
+	CV   float64
+}
+
+// MostVariable returns the k figures with the largest cv whose path ends
+// in suffix (".p50": the medians of each metric), largest first.
+func (r *Repetitions) MostVariable(k int, suffix string) []Variation {
+	var out []Variation
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case RepStat:
+			if strings.HasSuffix(path, suffix) {
+				out = append(out, Variation{Path: path, CV: x.CV})
+			}
+		case map[string]any:
+			if cv, ok := x["cv"].(float64); ok && x["median"] != nil { // decoded from JSON
+				if strings.HasSuffix(path, suffix) {
+					out = append(out, Variation{Path: path, CV: cv})
+				}
+				return
+			}
+			for key, c := range x {
+				walk(c, strings.TrimPrefix(path+"."+key, "."))
+			}
+		case *[]any:
+			walk(*x, path)
+		case []any:
+			for i, c := range x {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		}
+	}
+	walk(r.Runs, "")
+	slices.SortFunc(out, func(a, b Variation) int {
+		if a.CV != b.CV {
+			return cmp.Compare(b.CV, a.CV)
+		}
+		return cmp.Compare(a.Path, b.Path)
+	})
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out
 }

@@ -150,7 +150,12 @@ type runOptions struct {
 	baseline        string
 	baselineAny     bool
 	requireBaseline bool
+	repeatRuns      int
 }
+
+// maxRepeatRuns bounds --repeat-runs: every repetition is kept in memory
+// until the last one is summarised.
+const maxRepeatRuns = 100
 
 func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	o := &runOptions{}
@@ -165,6 +170,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
 	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline)
+	fs.IntVar(&o.repeatRuns, "repeat-runs", 1, "run the whole scenario `N` times; the report keeps the last run and, under repetitions, every figure's mean, median and cv across the N (gates may read repetitions.runs.….median)")
 	return fs, o
 }
 
@@ -181,6 +187,7 @@ func validateFlags(stderr io.Writer) (*pflag.FlagSet, *validateOptions) {
 	fs.StringArrayVar(&o.load.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable)")
 	fs.StringVar(&o.load.profile, "profile", "", "apply the scenario's profile `NAME`")
 	fs.BoolVar(&o.print, "print", false, "print the effective scenario (includes, profile, vars and --set applied; secrets redacted)")
+	fs.IntVar(&o.load.repeatRuns, "repeat-runs", 1, "check the gates as for run --repeat-runs `N` (they may read repetitions)")
 	return fs, o
 }
 
@@ -188,6 +195,9 @@ func validateFlags(stderr io.Writer) (*pflag.FlagSet, *validateOptions) {
 type loadOptions struct {
 	sets, vars []string
 	profile    string
+	// repeatRuns > 1 gives the gates' shape a repetitions tree, as a run
+	// with --repeat-runs writes.
+	repeatRuns int
 }
 
 // prepared is a scenario that loaded and whose gates compiled.
@@ -227,6 +237,14 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return nil, false
+	}
+	if lo.repeatRuns > 1 {
+		// The repetitions tree has the keys of runs: two copies of the
+		// shape give it.
+		if shape.Repetitions, err = report.Repeat([]*report.Report{shape, shape}); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			return nil, false
+		}
 	}
 	env, err := gates.Env(shape, sc.Vars)
 	if err != nil {
@@ -292,7 +310,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return ExitInvalid
 	}
 	path := fs.Arg(0)
-	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile}
+	if o.repeatRuns < 1 || o.repeatRuns > maxRepeatRuns {
+		fmt.Fprintf(stderr, "tollgate run: --repeat-runs %d: want 1 to %d\n", o.repeatRuns, maxRepeatRuns)
+		return ExitInvalid
+	}
+	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns}
 	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
@@ -348,8 +370,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		pl = newProgressLine(stderr)
 		opts.OnProgress = pl.update
 	}
-	rep := engine.New(p.sc, opts)
-	runErr := engine.Run(ctx, p.sc, rep, opts)
+	rep, runErr := runRepeated(ctx, p.sc, opts, o.repeatRuns, stderr, o.quiet)
 	interrupted := ctx.Err() != nil
 	if pl != nil {
 		pl.finish()
@@ -394,6 +415,42 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		code = ExitInterrupted
 	}
 	return code
+}
+
+// runRepeated runs the scenario n times and returns the last report, with
+// the repetitions summarised when at least two completed. It stops at the
+// first repetition that fails or is interrupted: a broken run is not noise.
+func runRepeated(ctx context.Context, sc *scenarios.Scenario, opts engine.Options, n int, stderr io.Writer, quiet bool) (*report.Report, error) {
+	var done []*report.Report
+	for i := 1; ; i++ {
+		if n > 1 && !quiet {
+			fmt.Fprintf(stderr, "repetition %d of %d\n", i, n)
+		}
+		rep := engine.New(sc, opts)
+		err := engine.Run(ctx, sc, rep, opts)
+		if err == nil && ctx.Err() == nil {
+			done = append(done, rep)
+		}
+		if err != nil || ctx.Err() != nil || i == n {
+			if len(done) >= 2 {
+				r, rerr := report.Repeat(done)
+				if rerr != nil {
+					return rep, errors.Join(err, rerr)
+				}
+				rep.Repetitions = r
+			}
+			if err != nil && n > 1 {
+				err = fmt.Errorf("repetition %d of %d: %w", i, n, err)
+			}
+			return rep, err
+		}
+		// Only the last repetition's samples are written with the report.
+		for _, run := range rep.Runs {
+			for _, ph := range run.Phases {
+				ph.Samples = nil
+			}
+		}
+	}
 }
 
 // judge evaluates the gates over a finished run (unless interrupted or

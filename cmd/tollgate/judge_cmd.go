@@ -75,6 +75,9 @@ func cmdJudge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
 		return ExitInvalid
 	}
+	if rep.Repetitions != nil {
+		o.load.repeatRuns = rep.Repetitions.Count // its gates may read them
+	}
 	p, ok := prepare(path, o.load, true, baseEnv, stderr)
 	if !ok {
 		return ExitInvalid

@@ -30,6 +30,14 @@ func Summary(w io.Writer, r *report.Report) error {
 		gates = "gates not judged (--no-gate)"
 	}
 	fmt.Fprintf(ew, "%s — %s, %s: %s\n", r.Scenario.Name, view.Plural(len(r.RunOrder), "run"), gates, strings.ToUpper(r.Status))
+	if rep := r.Repetitions; rep != nil {
+		var most []string
+		for _, v := range rep.MostVariable(3, ".p50") {
+			most = append(most, fmt.Sprintf("%s %.1f %%", v.Path, 100*v.CV))
+		}
+		fmt.Fprintf(ew, "repeated %d times: the figures below are the last run's; the p50s that varied most across runs (cv): %s\n",
+			rep.Count, strings.Join(most, ", "))
+	}
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	seamHeader := false
