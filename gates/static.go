@@ -42,9 +42,9 @@ var (
 	// ErrNoRepetitions is an ErrUnknownName for repetitions, which a
 	// report has only when the scenario ran more than once.
 	ErrNoRepetitions = fmt.Errorf("%w repetitions", ErrUnknownName)
-	ErrMissingKey = errors.New("missing key")
-	ErrType       = errors.New("type error")
-	ErrConstant   = errors.New("constant expression error")
+	ErrMissingKey    = errors.New("missing key")
+	ErrType          = errors.New("type error")
+	ErrConstant      = errors.New("constant expression error")
 )
 
 // maxConstElems bounds how many elements of a constant list a predicate
