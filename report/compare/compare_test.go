@@ -94,8 +94,8 @@ const ttftPath = "runs.server.phases.decode.ttft_ms"
 
 func TestNoise(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		old, new    *report.Report
+		name          string
+		old, new      *report.Report
 		failOn        []string
 		failOnUnknown bool
 		verdict       Verdict
