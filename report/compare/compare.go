@@ -147,11 +147,11 @@ func (m *Metric) Verdict(stat string) Verdict {
 	if !ook || !nok {
 		return Unknown
 	}
+	if o == n {
+		return Within // no change at all, whatever the noise
+	}
 	switch m.Noise.Method {
 	case NoiseNone:
-		if o == n {
-			return Within
-		}
 		return Beyond
 	case NoiseBootstrap:
 		iv, ok := m.Noise.Intervals[stat]
@@ -466,7 +466,7 @@ func judge(res *Result, m *Metric, key string, oe *entry, t Threshold, opts Opti
 			res.Regressions = append(res.Regressions, r)
 		}
 		return r, false
-	case m.Noise.Method == NoiseBootstrap && m.Verdict(t.Stat) != Unknown:
+	case m.Noise.Method == NoiseBootstrap && m.Noise.Need(t.Stat) == 0:
 		r.Reason = base
 		return r, true
 	}
