@@ -102,13 +102,13 @@ func TestCompareCannotTell(t *testing.T) {
 		stdout, stderr string
 	}{
 		{name: "cannot tell: not failed", args: recipe, code: ExitPass,
-			stdout: "cannot tell from noise, not failed (--fail-on-unknown fails on them)"},
+			stdout: "), not failed; --fail-on-unknown would fail them"},
 		{name: "says how many samples would tell", args: recipe, code: ExitPass,
 			stdout: "at least 5 per slice in each report (repeat: 5)"},
 		{name: "pooled phases are not compared", args: recipe, code: ExitPass,
 			stdout: "compared per slice only (phase-level distributions pool different workloads): embedded/prefill (3 workloads)"},
 		{name: "--fail-on-unknown fails", args: append(recipe, "--fail-on-unknown"), code: ExitGateFailed,
-			stdout: "cannot tell from noise, failed (--fail-on-unknown)", stderr: "regression(s) beyond --fail-on"},
+			stdout: "), failed: --fail-on-unknown", stderr: "regression(s) beyond --fail-on"},
 		{name: "--markdown", args: append(recipe, "--markdown", md), code: ExitPass, stdout: "? runs.embedded.phases.prefill.by_prompt_tokens[256].ttft_ms"},
 		{name: "misspelt metric: did you mean", args: []string{"compare", oldPath, slowPath, "--baseline-any", "--fail-on", "ttft_msx.p50:+10%"}, code: ExitInvalid,
 			stderr: `no metric is named "ttft_msx" (did you mean "ttft_ms"?)`},

@@ -68,11 +68,7 @@ func Table(w io.Writer, res *Result) error {
 		}
 	}
 	if len(res.CannotTell) > 0 {
-		verb := "not failed (--fail-on-unknown fails on them)"
-		if res.FailOnUnknown {
-			verb = "failed (--fail-on-unknown)"
-		}
-		fmt.Fprintf(ew, "over a threshold but cannot tell from noise, %s (%d):\n", verb, len(res.CannotTell))
+		fmt.Fprintf(ew, "over a threshold but cannot tell from noise (%d), %s:\n", len(res.CannotTell), CannotTellVerdict(res))
 		for _, r := range res.CannotTell {
 			fmt.Fprintf(ew, "  ? %s\n", r.Reason)
 		}
@@ -112,6 +108,14 @@ func Summary(res *Result) string {
 			untold, len(res.CannotTell), res.Need, res.Need)
 	}
 	return s
+}
+
+// CannotTellVerdict says what became of the breaches that cannot be told.
+func CannotTellVerdict(res *Result) string {
+	if res.FailOnUnknown {
+		return "failed: --fail-on-unknown"
+	}
+	return "not failed; --fail-on-unknown would fail them"
 }
 
 // Word is how every writer names the outcome of a statistic's change:

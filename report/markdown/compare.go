@@ -30,19 +30,15 @@ func WriteComparison(w io.Writer, res *compare.Result) error {
 		if len(rs) == 0 {
 			return
 		}
-		fmt.Fprintf(ew, "**%s (%d)**\n\n", title, len(rs))
+		fmt.Fprintf(ew, "**%s**\n\n", fmt.Sprintf(title, len(rs)))
 		for _, r := range rs {
 			fmt.Fprintf(ew, "- %s %s\n", mark, inline(view.Clean(r.Reason)))
 		}
 		fmt.Fprintln(ew)
 	}
-	list("Regressions", "❌", res.Regressions)
-	list("Over a threshold but within noise, not failed", "〰️", res.WithinNoise)
-	unknown := "Over a threshold but cannot tell from noise, not failed (--fail-on-unknown fails on them)"
-	if res.FailOnUnknown {
-		unknown = "Over a threshold but cannot tell from noise, failed (--fail-on-unknown)"
-	}
-	list(unknown, "❔", res.CannotTell)
+	list("Regressions (%d)", "❌", res.Regressions)
+	list("Over a threshold but within noise (%d), not failed", "〰️", res.WithinNoise)
+	list("Over a threshold but cannot tell from noise (%d), "+compare.CannotTellVerdict(res), "❔", res.CannotTell)
 	if s := compare.Summary(res); s != "" {
 		fmt.Fprintf(ew, "%s\n\n", inline(s))
 	}
