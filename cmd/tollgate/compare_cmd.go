@@ -14,7 +14,7 @@ import (
 )
 
 // compareUsage is the help of tollgate compare.
-const compareUsage = `Usage: tollgate compare OLD.json NEW.json [--fail-on METRIC.STAT:±N%]... [--fail-on-unknown] [--markdown PATH] [--baseline-any]
+const compareUsage = `Usage: tollgate compare OLD.json NEW.json [--fail-on METRIC.STAT:±N%]... [--fail-on-unknown] [--alpha P] [--markdown PATH] [--baseline-any]
 
 Compares two reports of the same scenario metric by metric, like with like:
 per prompt size, variant and load point (a phase's distribution pooled over
@@ -26,7 +26,7 @@ runs, which are deterministic; "cannot tell" otherwise).
 --fail-on ttft_ms.p50:+10% fails (exit 1) when a ttft_ms p50 rose more than
 10% beyond noise: a one-sided bootstrap test of "within +10%", corrected
 (Holm–Bonferroni) across every slice the thresholds select so that an
-unchanged build fails with at most 5% probability. decode_tokens_per_s.p50:-5%
+unchanged build fails with at most 1% probability (--alpha). decode_tokens_per_s.p50:-5%
 fails when it dropped more than 5%. METRIC may be any dotted suffix of a
 metric's path, e.g. prefill.256.ttft_ms or
 runs["a/b"].phases.decode.seam_latency_ms. A breach that cannot be told from
@@ -45,6 +45,7 @@ type compareOptions struct {
 	failOnUnknown bool
 	baselineAny   bool
 	markdown      string
+	alpha         float64
 }
 
 func compareFlags(stderr io.Writer) (*pflag.FlagSet, *compareOptions) {
@@ -54,6 +55,7 @@ func compareFlags(stderr io.Writer) (*pflag.FlagSet, *compareOptions) {
 	fs.StringArrayVar(&o.failOn, "fail-on", nil, "fail (exit 1) when `METRIC.STAT:±N%` is breached beyond noise, e.g. ttft_ms.p50:+10% (repeatable)")
 	fs.BoolVar(&o.failOnUnknown, "fail-on-unknown", false, "also fail on a --fail-on breach whose noise cannot be told (too few samples, or none)")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the comparison as Markdown to `PATH` (- for stdout instead of the table)")
+	fs.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "family-wise error rate of the --fail-on tests: the most often an unchanged build may fail, in (0, 0.5]")
 	fs.BoolVar(&o.baselineAny, "baseline-any", false, "compare reports of different scenarios, models or hosts")
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s\nFlags:\n%s", compareUsage, fs.FlagUsages()) }
 	return fs, o
@@ -73,7 +75,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate compare: expected OLD.json and NEW.json, got %d arguments\n", fs.NArg())
 		return ExitInvalid
 	}
-	opts := compare.Options{AllowAny: o.baselineAny, FailOnUnknown: o.failOnUnknown}
+	if !(o.alpha > 0 && o.alpha <= 0.5) {
+		fmt.Fprintf(stderr, "tollgate compare: --alpha %v: want a probability in (0, 0.5], e.g. 0.01\n", o.alpha)
+		return ExitInvalid
+	}
+	opts := compare.Options{AllowAny: o.baselineAny, FailOnUnknown: o.failOnUnknown, Alpha: o.alpha}
 	bad := false
 	for _, s := range o.failOn {
 		t, err := compare.ParseThreshold(s)

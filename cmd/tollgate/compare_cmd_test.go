@@ -51,6 +51,8 @@ func TestCompareExitCodes(t *testing.T) {
 		{name: "unreadable", args: []string{filepath.Join(dir, "missing.json"), newPath}, code: ExitInvalid, stderr: "reading report"},
 		{name: "not a report", args: []string{oldPath, notReport}, code: ExitInvalid, stderr: "not a tollgate report"},
 		{name: "one argument", args: []string{oldPath}, code: ExitInvalid, stderr: "expected OLD.json and NEW.json"},
+		{name: "alpha out of range", args: []string{oldPath, newPath, "--alpha", "0"}, code: ExitInvalid, stderr: "--alpha 0: want a probability in (0, 0.5]"},
+		{name: "alpha above one half", args: []string{oldPath, newPath, "--alpha", "0.9"}, code: ExitInvalid, stderr: "--alpha 0.9"},
 		{name: "unknown flag", args: []string{oldPath, newPath, "--nope"}, code: ExitInvalid, stderr: "unknown flag"},
 		{name: "help", args: []string{"--help"}, code: ExitPass, stderr: "Usage: tollgate compare"},
 	} {
@@ -82,8 +84,8 @@ func TestCompareCannotTell(t *testing.T) {
 	oldPath, slowPath := filepath.Join(dir, "old.json"), filepath.Join(dir, "slow.json")
 	const scenario = "bench/compare-noise/scenario.yaml"
 	for _, run := range [][]string{
-		{"run", scenario, "-q", "--var", "repetitions=2", "--json-out", oldPath},
-		append([]string{"run", scenario, "-q", "--var", "repetitions=2", "--json-out", slowPath}, slowerSim...),
+		{"run", scenario, "-q", "--no-gate", "--var", "repetitions=2", "--json-out", oldPath},
+		append([]string{"run", scenario, "-q", "--no-gate", "--var", "repetitions=2", "--json-out", slowPath}, slowerSim...),
 	} {
 		if r := tollgate(t, run...); r.code != ExitPass {
 			t.Fatalf("%v: exit %d: %s", run, r.code, r.stderr)

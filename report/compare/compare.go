@@ -1,6 +1,21 @@
 // Package compare compares two tollgate reports of the same scenario, metric
 // by metric, says which changes are beyond run-to-run noise, and finds the
-// regressions a CI job should fail on.
+// regressions a CI job should fail on. It is the one delta and noise engine:
+// the text table, tollgate compare --markdown and the HTML page's old-vs-new
+// table all render its Result.
+//
+// Like is compared with like: a metric of a prompt size, variant or load
+// point is compared with the same slice of the other report, and a phase's
+// own distribution is left out when it pools several slices (a different
+// mix of prompt sizes moves a pooled p50 whatever each size did).
+//
+// A --fail-on threshold is a one-sided bootstrap test per selected
+// statistic of "the change is within the limit"; the tests of one
+// comparison are corrected together by Holm–Bonferroni, so an unchanged
+// build fails any of them with probability at most Options.Alpha (1%) however
+// many slices they select. Where noise cannot be estimated (fewer than
+// DefaultMinSamples samples per side, or none kept) the verdict is "cannot
+// tell", which fails only with Options.FailOnUnknown.
 package compare
 
 import (
@@ -27,6 +42,14 @@ const (
 	// trials at n = 2, 12% at n = 3, 7% at n = 4, and 2–4% from n = 5 to 50.
 	// TestBootstrapFalsePositives holds those rates.
 	DefaultMinSamples = 5
+	// DefaultAlpha is the family-wise error rate of a comparison's
+	// --fail-on tests: an unchanged build fails one of them at most once in
+	// a hundred comparisons while the samples of a run are independent. A
+	// CI gate pays for every false failure, and within-run samples cannot
+	// see drift between runs (a burst of load on a shared runner during one
+	// run): at 0.05, one of twenty back-to-back pairs of the unchanged
+	// simulator on a loaded 2-core machine failed so (bench/compare-noise).
+	DefaultAlpha = 0.01
 )
 
 // ErrNotReport is report.ErrNotReport, so a caller of Compare need not
@@ -50,7 +73,7 @@ type Options struct {
 	// Alpha is the family-wise error rate of the --fail-on tests: the
 	// chance that an unchanged build fails at least one of them, however
 	// many metrics and slices the thresholds select (Holm–Bonferroni over
-	// every tested statistic). Zero takes 1 − Confidence.
+	// every tested statistic). Zero takes DefaultAlpha.
 	Alpha float64
 	// Resamples, Confidence, MinSamples and Seed tune the bootstrap; zero
 	// values take the defaults above.
@@ -69,7 +92,7 @@ const (
 	// reproducible, so any difference is real.
 	NoiseNone = "deterministic"
 	// NoiseUnknown: no samples (or too few); a change is never called
-	// beyond noise, and thresholds alone decide.
+	// beyond noise: "cannot tell", failed on only with FailOnUnknown.
 	NoiseUnknown = "unknown"
 )
 
@@ -263,9 +286,11 @@ type Regression struct {
 type Result struct {
 	Old, New *report.Report
 	Metrics  []*Metric
-	// Regressions breached a FailOn threshold: moved the threshold's bad way
-	// by more than its percentage and, where samples allow telling, beyond
-	// noise.
+	// Regressions breached a FailOn threshold: moved the threshold's bad
+	// way by more than its percentage beyond noise (its test rejected
+	// "within the limit" at the family-wise Alpha), exactly (seam runs), by
+	// vanishing from the new report, or, with FailOnUnknown, where noise
+	// cannot be told.
 	Regressions []Regression
 	// WithinNoise breached a threshold's percentage but not beyond noise
 	// (its test did not reject at the family-wise Alpha): reported, never
@@ -316,7 +341,7 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 		opts.Seed = DefaultSeed
 	}
 	if opts.Alpha <= 0 || opts.Alpha >= 1 {
-		opts.Alpha = 1 - opts.Confidence
+		opts.Alpha = DefaultAlpha
 	}
 	om, oorder, pooled, err := metrics(old)
 	if err != nil {

@@ -23,9 +23,10 @@ import (
 //
 // The marker column: ! worse beyond noise (or a --fail-on regression),
 // + better beyond noise, * changed beyond noise (neutral metric),
-// ~ within noise, ? noise unknown. Single-valued metrics show their value
-// under p50. Then the regressions, threshold breaches within noise, metrics
-// in one report only, and notes.
+// ~ within noise, ? cannot tell (noise unknown). Single-valued metrics show their value
+// under p50. Then the regressions, threshold breaches within noise and those
+// that cannot be told, the one-line Summary of the tests, the phases
+// compared per slice only, metrics in one report only, and notes.
 func Table(w io.Writer, res *Result) error {
 	// Laid out whole, then cleaned whole (a rune is never split between
 	// writes): names and paths come from the reports, whose runs, phases
