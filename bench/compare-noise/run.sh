@@ -54,7 +54,9 @@ while [ "$i" -le "$pairs" ]; do
 	case "$same$slow" in 01 | 11 | 00 | 10) ;; *) other=$((other + 1)) ;; esac
 	tests=$(grep -o '^--fail-on: [0-9]* tested' "$out/old$i-new$i.txt" | grep -o '[0-9]*' || echo 0)
 	untold=$(grep -o '[0-9]* cannot be told' "$out/old$i-new$i.txt" | grep -o '^[0-9]*' || echo 0)
-	echo "pair $i: unchanged exit $same, 1.5x slower exit $slow ($tests tests, $untold cannot tell)"
+	flagged=$(grep -o '^regressions ([0-9]*)' "$out/old$i-slow$i.txt" | grep -o '[0-9]*' || echo 0)
+	flagged_all=$((${flagged_all:-0} + flagged))
+	echo "pair $i: unchanged exit $same, 1.5x slower exit $slow ($tests tests, $untold cannot tell; $flagged slices flagged in the slower pair)"
 	i=$((i + 1))
 done
-echo "repeat $repeat, $pairs pairs: false regressions $false_reg/$pairs, detected $detected/$pairs, other exits $other (reports in $out)"
+echo "repeat $repeat, $pairs pairs: false regressions $false_reg/$pairs, detected $detected/$pairs, slices flagged in the slower pairs ${flagged_all:-0}, other exits $other (reports in $out)"
