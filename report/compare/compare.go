@@ -353,11 +353,21 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 	}
 	res := &Result{Old: old, New: new, Alpha: opts.Alpha, Pooled: pooled, FailOnUnknown: opts.FailOnUnknown}
 	byPath := map[string]*Metric{}
+	mismatch := map[string]string{} // load point path → what differs
+	unlike := map[string]bool{}     // metric paths of those points
 	for _, k := range oorder {
 		oe := om[k]
 		ne, ok := nm[k]
 		if !ok {
 			res.OnlyOld = append(res.OnlyOld, k)
+			continue
+		}
+		if oe.workload != ne.workload {
+			// The same position of a different sweep: not like with like.
+			res.OnlyOld = append(res.OnlyOld, k)
+			res.OnlyNew = append(res.OnlyNew, k)
+			mismatch[pointOf(k)] = fmt.Sprintf("%s is %s in old, %s in new", pointOf(k), oe.workload, ne.workload)
+			unlike[k] = true
 			continue
 		}
 		if len(oe.values) == 0 && len(ne.values) == 0 {
@@ -379,6 +389,9 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 		}
 	}
 	res.Notes = notes(old, new)
+	for _, p := range sortedKeys(mismatch) {
+		res.Notes = append(res.Notes, "load point "+mismatch[p]+": not compared")
+	}
 
 	var tests []Regression
 	for _, t := range opts.FailOn {
@@ -386,6 +399,10 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 		for _, k := range oorder {
 			e := om[k]
 			if !t.matches(e.path) {
+				continue
+			}
+			if unlike[k] {
+				matched = true // present, but under a different load: noted, not judged
 				continue
 			}
 			if _, ok := e.values[t.Stat]; ok {
@@ -409,6 +426,16 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 	}
 	holm(res, tests, opts)
 	return res, nil
+}
+
+// pointOf is the load point part of a metric's path: runs.r.phases.load.points[0].
+func pointOf(key string) string {
+	if i := strings.Index(key, ".points["); i >= 0 {
+		if j := strings.Index(key[i:], "]"); j >= 0 {
+			return key[:i+j+1]
+		}
+	}
+	return key
 }
 
 // ErrNoMetric marks a --fail-on threshold that selects no metric of either

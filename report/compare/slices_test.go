@@ -144,3 +144,52 @@ func TestPValue(t *testing.T) {
 		})
 	}
 }
+
+// loadReport is a one-run live report whose load phase has a point per
+// concurrency, each with the given TTFT p50 (no samples: load phases keep
+// none in the report).
+func loadReport(concurrency []int, ttft []float64) *report.Report {
+	r := liveReport(nil, nil, false)
+	var points []*report.LoadPoint
+	for i, c := range concurrency {
+		points = append(points, &report.LoadPoint{Concurrency: c, ServingMetrics: &report.ServingMetrics{Requests: 8, Succeeded: 8,
+			TTFTMS: report.NewStat([]float64{ttft[i]}), Errors: report.ErrorSummary{Rate: fp(0), ByClass: map[string]int{}}}})
+	}
+	r.Runs["server"].PhaseOrder = []string{"load"}
+	r.Runs["server"].Phases = map[string]*report.Phase{"load": {Kind: "load", Points: points,
+		ServingMetrics: &report.ServingMetrics{Requests: 16, Succeeded: 16, TTFTMS: report.NewStat(ttft), Errors: report.ErrorSummary{Rate: fp(0), ByClass: map[string]int{}}}}}
+	return r
+}
+
+// Load points are matched by position; the same position under another
+// offered load is not the same workload and is not compared.
+func TestLoadPointsLikeWithLike(t *testing.T) {
+	old := loadReport([]int{1, 4}, []float64{10, 20})
+	new := loadReport([]int{1, 8}, []float64{10, 40})
+	res, err := Compare(old, new, Options{FailOn: thresholds(t, "points.ttft_ms.p50:+10%"), FailOnUnknown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Regressions) != 0 {
+		t.Errorf("regressions %+v: concurrency 4 against 8 is no regression", res.Regressions)
+	}
+	metric(t, res, "runs.server.phases.load.points[0].ttft_ms")
+	for _, m := range res.Metrics {
+		if strings.Contains(m.Path, "points[1]") || m.Path == "runs.server.phases.load.ttft_ms" {
+			t.Errorf("%s compared", m.Path)
+		}
+	}
+	want := "load point runs.server.phases.load.points[1] is concurrency 4 in old, concurrency 8 in new: not compared"
+	if !strings.Contains(strings.Join(res.Notes, "\n"), want) {
+		t.Errorf("notes %q lack %q", res.Notes, want)
+	}
+	// The same sweep: the point is compared, and with --fail-on-unknown its
+	// breach (no samples) fails.
+	res, err = Compare(old, loadReport([]int{1, 4}, []float64{10, 40}), Options{FailOn: thresholds(t, "points.ttft_ms.p50:+10%"), FailOnUnknown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Regressions) != 1 || res.Regressions[0].Path != "runs.server.phases.load.points[1].ttft_ms" {
+		t.Errorf("regressions %+v, want points[1] ttft_ms", res.Regressions)
+	}
+}

@@ -51,6 +51,10 @@ type entry struct {
 	samples       []float64 // nil when the report kept none for this metric
 	samplesNote   string    // why samples is nil although the phase has samples
 	deterministic bool      // seam runs: virtual time, no noise
+	// workload names a load point's offered load ("concurrency 8",
+	// "rate 20/s"): points are matched by position, and the same position
+	// under another load is not the same workload.
+	workload string
 }
 
 // metrics lists every metric of a report by its path key, in report order,
@@ -85,6 +89,8 @@ type walker struct {
 	// workloads (prompt sizes, variants, load points) and so are left out:
 	// only their slices are compared.
 	pooled []string
+	// workload is set while a load point's metrics are walked.
+	workload string
 }
 
 func (w *walker) add(e *entry) {
@@ -92,6 +98,7 @@ func (w *walker) add(e *entry) {
 	if _, dup := w.byKey[k]; dup {
 		return
 	}
+	e.workload = w.workload
 	w.byKey[k] = e
 	w.order = append(w.order, k)
 }
@@ -179,6 +186,10 @@ func (w *walker) run(rn string, run *report.Run) error {
 				continue
 			}
 			ip := join(pp, "points", strconv.Itoa(i))
+			w.workload = fmt.Sprintf("concurrency %d", lp.Concurrency)
+			if lp.Rate > 0 {
+				w.workload = fmt.Sprintf("rate %g/s", lp.Rate)
+			}
 			w.serving(ip, lp.ServingMetrics, nil, false, nil)
 			w.dist(join(ip, "queue_ms"), lp.QueueMS, nil, "", false)
 			w.scalar(join(ip, "request_throughput_per_s"), lp.RequestThroughputPerS, false)
@@ -189,6 +200,7 @@ func (w *walker) run(rn string, run *report.Run) error {
 				w.scalar(join(ip, "goodput", "good_requests_per_s"), g.GoodRequestsPerS, false)
 				w.scalar(join(ip, "goodput", "attained_pct"), g.AttainedPct, false)
 			}
+			w.workload = ""
 		}
 		for _, k := range report.PointKeys(p.Variants) {
 			if pt := p.Variants[k]; pt != nil && pt.ServingMetrics != nil {
