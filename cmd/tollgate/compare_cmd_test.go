@@ -118,6 +118,8 @@ func TestCompareCannotTell(t *testing.T) {
 			stderr: `no run, phase or slice is named "prefil" (did you mean "prefill"?)`},
 		{name: "malformed baseline names the file", args: []string{"compare", malformed, slowPath}, code: ExitInvalid, stderr: malformed},
 		{name: "malformed new report names the file", args: []string{"compare", oldPath, malformed}, code: ExitInvalid, stderr: malformed},
+		{name: "--markdown - replaces the table", args: append(recipe, "--markdown", "-"), code: ExitPass,
+			stdout: "## tollgate compare: compare-noise — no regression"},
 		{name: "--markdown over an input refused", args: append(recipe, "--markdown", oldPath), code: ExitInvalid, stderr: "would be overwritten"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
