@@ -12,8 +12,8 @@ import (
 )
 
 // comparePairs are pairs of reports with changes of every kind: a
-// deterministic seam regression, and a live report whose slices have no
-// samples (cannot tell).
+// deterministic seam regression, and a live report whose slices have too
+// few samples to tell.
 func comparePairs(t *testing.T) []struct {
 	name     string
 	old, new *report.Report
@@ -32,7 +32,7 @@ func comparePairs(t *testing.T) []struct {
 		failOn   []string
 	}{
 		{"seam relay slower", route, slower, []string{"decode.seam_latency_ms.p50:+10%"}},
-		{"live 1024 slower, no samples", live, liveSlower, []string{"ttft_ms.p50:+10%"}},
+		{"live 1024 slower, too few samples", live, liveSlower, []string{"ttft_ms.p50:+10%"}},
 	}
 }
 
