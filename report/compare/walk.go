@@ -51,10 +51,15 @@ type entry struct {
 	samples       []float64 // nil when the report kept none for this metric
 	samplesNote   string    // why samples is nil although the phase has samples
 	deterministic bool      // seam runs: virtual time, no noise
+	// workload names a load point's offered load ("concurrency 8",
+	// "rate 20/s"): points are matched by position, and the same position
+	// under another load is not the same workload.
+	workload string
 }
 
-// metrics lists every metric of a report by its path key, in report order.
-func metrics(r *report.Report) (map[string]*entry, []string, error) {
+// metrics lists every metric of a report by its path key, in report order,
+// and the phases left out as pooled (walker.pooled).
+func metrics(r *report.Report) (map[string]*entry, []string, []string, error) {
 	w := &walker{byKey: map[string]*entry{}}
 	for _, rn := range r.RunNames() {
 		run := r.Runs[rn]
@@ -62,15 +67,30 @@ func metrics(r *report.Report) (map[string]*entry, []string, error) {
 			continue
 		}
 		if err := w.run(rn, run); err != nil {
-			return nil, nil, fmt.Errorf("run %s: %w", rn, err)
+			return nil, nil, nil, fmt.Errorf("run %s: %w", rn, err)
 		}
 	}
-	return w.byKey, w.order, nil
+	return w.byKey, w.order, w.pooled, nil
+}
+
+// workloads counts the workloads a live phase's own distributions pool: its
+// prompt sizes, variants and load points. More than one means the
+// phase-level distribution mixes different workloads, which no comparison
+// may judge: a phase whose every prompt size got 50% slower can show a
+// faster pooled p50 when the mix of sizes shifts.
+func workloads(p *report.Phase) int {
+	return max(len(p.ByPromptTokens), len(p.Variants), len(p.Points))
 }
 
 type walker struct {
 	byKey map[string]*entry
 	order []string
+	// pooled names the phases whose own distributions pool several
+	// workloads (prompt sizes, variants, load points) and so are left out:
+	// only their slices are compared.
+	pooled []string
+	// workload is set while a load point's metrics are walked.
+	workload string
 }
 
 func (w *walker) add(e *entry) {
@@ -78,6 +98,7 @@ func (w *walker) add(e *entry) {
 	if _, dup := w.byKey[k]; dup {
 		return
 	}
+	e.workload = w.workload
 	w.byKey[k] = e
 	w.order = append(w.order, k)
 }
@@ -147,7 +168,12 @@ func (w *walker) run(rn string, run *report.Run) error {
 			return fmt.Errorf("phase %s: %w", pn, err)
 		}
 		pp := join(base, "phases", pn)
-		w.serving(pp, p.ServingMetrics, reqs, reqs != nil, nil)
+		if n := workloads(p); n > 1 {
+			w.pooled = append(w.pooled, fmt.Sprintf("%s/%s (%d workloads)", rn, pn, n))
+			w.scalar(join(pp, "errors", "rate"), p.ServingMetrics.Errors.Rate, false)
+		} else {
+			w.serving(pp, p.ServingMetrics, reqs, reqs != nil, nil)
+		}
 		for _, k := range report.PointKeys(p.ByPromptTokens) {
 			if pt := p.ByPromptTokens[k]; pt != nil && pt.ServingMetrics != nil {
 				w.serving(join(pp, "by_prompt_tokens", k), pt.ServingMetrics, reqs, reqs != nil, &k)
@@ -160,6 +186,10 @@ func (w *walker) run(rn string, run *report.Run) error {
 				continue
 			}
 			ip := join(pp, "points", strconv.Itoa(i))
+			w.workload = fmt.Sprintf("concurrency %d", lp.Concurrency)
+			if lp.Rate > 0 {
+				w.workload = fmt.Sprintf("rate %g/s", lp.Rate)
+			}
 			w.serving(ip, lp.ServingMetrics, nil, false, nil)
 			w.dist(join(ip, "queue_ms"), lp.QueueMS, nil, "", false)
 			w.scalar(join(ip, "request_throughput_per_s"), lp.RequestThroughputPerS, false)
@@ -170,6 +200,7 @@ func (w *walker) run(rn string, run *report.Run) error {
 				w.scalar(join(ip, "goodput", "good_requests_per_s"), g.GoodRequestsPerS, false)
 				w.scalar(join(ip, "goodput", "attained_pct"), g.AttainedPct, false)
 			}
+			w.workload = ""
 		}
 		for _, k := range report.PointKeys(p.Variants) {
 			if pt := p.Variants[k]; pt != nil && pt.ServingMetrics != nil {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/compare"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
 
@@ -271,20 +270,6 @@ type deltaCell struct {
 	Stat, Old, New, Delta, Word, Class string
 }
 
-// outcomeWord is how a cell names its outcome; a change within noise says so.
-func outcomeWord(o compare.Outcome, change string) string {
-	switch o {
-	case compare.OutcomeSame:
-		if change != "+0.0%" && change != view.Absent {
-			return "within noise"
-		}
-		return "same"
-	case compare.OutcomeUnknown:
-		return "noise unknown"
-	}
-	return o.String()
-}
-
 func deltaRows(r, base *report.Report) ([]deltaRow, error) {
 	if base == nil {
 		return nil, nil
@@ -298,7 +283,7 @@ func deltaRows(r, base *report.Report) ([]deltaRow, error) {
 		row := deltaRow{Run: d.Run, Phase: d.Where, Metric: d.Name, Better: d.Metric.Direction.String(), moved: d.Moved()}
 		for _, st := range d.Stats {
 			row.Cells = append(row.Cells, deltaCell{Stat: st.Stat, Old: st.Old, New: st.New, Delta: st.Change,
-				Word: outcomeWord(st.Outcome, st.Change), Class: st.Outcome.String()})
+				Word: st.Word, Class: st.Outcome.String()})
 		}
 		if len(row.Cells) == 1 {
 			row.Cells = append(row.Cells, deltaCell{Class: "na"})
