@@ -20,7 +20,8 @@ Compares two reports of the same scenario metric by metric, like with like:
 per prompt size, variant and load point (a phase's distribution pooled over
 several of them is never compared). For each, old and new p50, p95 and mean
 with the change in percent, and whether the change is beyond run-to-run noise
-(a seeded bootstrap interval when both reports kept samples; exact for seam
+(a seeded bootstrap interval when both reports kept samples, or over whole
+runs when both were run with --repeat-runs 5 or more; exact for seam
 runs, which are deterministic; "cannot tell" otherwise).
 
 --fail-on ttft_ms.p50:+10% fails (exit 1) when a ttft_ms p50 rose more than

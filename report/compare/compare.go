@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -104,6 +105,10 @@ type Noise struct {
 	OldN      int
 	NewN      int
 	Floor     int // Options.MinSamples in effect
+	// AcrossRuns: the samples are whole runs (run --repeat-runs on both
+	// sides), one value of each statistic per run, and the statistics
+	// compared are their medians of runs.
+	AcrossRuns bool
 }
 
 // Need is the fewest samples per side that would tell a change of stat from
@@ -144,6 +149,8 @@ type Metric struct {
 	Noise     Noise
 
 	oldSamples, newSamples []float64 // with NoiseBootstrap, for the --fail-on tests
+	// With Noise.AcrossRuns: each statistic's value in every repetition.
+	oldReps, newReps map[string][]float64
 }
 
 // Change is the percent change of a statistic, (new − old) ÷ |old| × 100;
@@ -377,7 +384,11 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 		m := &Metric{Path: k, Segments: oe.path, Name: name, Direction: direction(name),
 			Scalar: oe.scalar, Old: oe.values, New: ne.values}
 		m.Noise = noise(oe, ne, k, opts)
-		if m.Noise.Method == NoiseBootstrap {
+		switch {
+		case m.Noise.AcrossRuns:
+			m.oldReps, m.newReps = oe.reps, ne.reps
+			m.Old, m.New = medianOfRuns(oe.values, oe.reps), medianOfRuns(ne.values, ne.reps)
+		case m.Noise.Method == NoiseBootstrap:
 			m.oldSamples, m.newSamples = oe.samples, ne.samples
 		}
 		res.Metrics = append(res.Metrics, m)
@@ -555,7 +566,15 @@ func holm(res *Result, tests []Regression, opts Options) {
 		r := &tests[i]
 		rel, ok := cache[r.Metric]
 		if !ok {
-			rel = relChanges(r.Metric.oldSamples, r.Metric.newSamples, b, opts.Seed, r.Path)
+			if m := r.Metric; m.Noise.AcrossRuns {
+				// One test per statistic, over its values in each run.
+				rel = map[string][]float64{}
+				for stat := range m.Noise.Intervals {
+					rel[stat] = relChanges(m.oldReps[stat], m.newReps[stat], b, opts.Seed, r.Path+"."+stat)["p50"]
+				}
+			} else {
+				rel = relChanges(r.Metric.oldSamples, r.Metric.newSamples, b, opts.Seed, r.Path)
+			}
 			cache[r.Metric] = rel
 		}
 		r.P = pValue(rel[r.Stat], r.Threshold)
@@ -593,6 +612,9 @@ func noise(oe, ne *entry, path string, opts Options) Noise {
 	if oe.deterministic && ne.deterministic {
 		return Noise{Method: NoiseNone, Note: "deterministic (virtual time)"}
 	}
+	if n, ok := acrossRuns(oe, ne, path, opts); ok {
+		return n
+	}
 	if oe.samples == nil || ne.samples == nil {
 		note := "no samples: noise unknown"
 		if oe.samplesNote != "" {
@@ -617,6 +639,42 @@ func noise(oe, ne *entry, path string, opts Options) Noise {
 	}
 	n.Note = fmt.Sprintf("bootstrap %d resamples, %.0f%%, n=%d/%d", opts.Resamples, opts.Confidence*100, n.OldN, n.NewN)
 	return n
+}
+
+// acrossRuns is the noise of a metric both reports repeated (run
+// --repeat-runs, at least opts.MinSamples runs a side): each statistic is
+// a sample of one value per run, bootstrapped as a median of runs. Whole
+// runs see what per-request samples of one run cannot, the drift between
+// runs (a burst of load on a shared machine that slows one run), so they
+// decide where both reports have them.
+func acrossRuns(oe, ne *entry, path string, opts Options) (Noise, bool) {
+	n := Noise{Method: NoiseBootstrap, AcrossRuns: true, Floor: opts.MinSamples, Intervals: map[string]Interval{}}
+	for stat, ov := range oe.reps {
+		nv := ne.reps[stat]
+		if len(ov) < opts.MinSamples || len(nv) < opts.MinSamples {
+			continue
+		}
+		n.OldN, n.NewN = len(ov), len(nv)
+		n.Intervals[stat] = bootstrap(ov, nv, opts.Resamples, opts.Confidence, opts.Seed, path+"."+stat)["p50"]
+	}
+	if len(n.Intervals) == 0 {
+		return Noise{}, false
+	}
+	n.Note = fmt.Sprintf("bootstrap %d resamples, %.0f%%, over runs n=%d/%d (medians of runs)", opts.Resamples, opts.Confidence*100, n.OldN, n.NewN)
+	return n, true
+}
+
+// medianOfRuns is values with every statistic that has repetitions
+// replaced by the (nearest-rank) median of its values across runs.
+func medianOfRuns(values map[string]float64, reps map[string][]float64) map[string]float64 {
+	out := make(map[string]float64, len(values))
+	for stat, v := range values {
+		out[stat] = v
+		if r := reps[stat]; len(r) > 0 {
+			out[stat] = quantile(slices.Sorted(slices.Values(r)), 0.5)
+		}
+	}
+	return out
 }
 
 // minSamplesFor is the fewest samples per side for an interval of a
@@ -671,7 +729,10 @@ func comparable(old, new *report.Report, allowAny bool) error {
 		}
 	}
 	diff("scenario name", old.Scenario.Name, new.Scenario.Name)
-	diff("scenario sha256", old.Scenario.SHA256, new.Scenario.SHA256)
+	if old.Scenario.SHA256 != new.Scenario.SHA256 {
+		// Named by field (phases.decode.max_tokens), not by two hashes.
+		diffs = append(diffs, "scenario differs in: "+strings.Join(report.IdentityDiff(old.Scenario, new.Scenario, "old", "new"), ", "))
+	}
 	diff("host os", old.Host.OS, new.Host.OS)
 	diff("host arch", old.Host.Arch, new.Host.Arch)
 	diff("host cpu_model", old.Host.CPUModel, new.Host.CPUModel)

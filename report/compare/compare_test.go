@@ -285,7 +285,7 @@ func TestIncomparable(t *testing.T) {
 		{name: "host name alone differs", edit: func(r *report.Report) { r.Host.Hostname = "other" }},
 		{name: "schema version", edit: func(r *report.Report) { r.SchemaVersion = 2 }, allowAny: true, err: "schema_version 1 (old) vs 2 (new)", sentinel: ErrIncomparable},
 		{name: "not tollgate", edit: func(r *report.Report) { r.Tool.Name = "other" }, allowAny: true, err: "new report: not a tollgate report", sentinel: ErrNotReport},
-		{name: "scenario sha", edit: func(r *report.Report) { r.Scenario.SHA256 = "def" }, err: `scenario sha256: old "abc", new "def"`, sentinel: ErrIncomparable},
+		{name: "scenario sha", edit: func(r *report.Report) { r.Scenario.SHA256 = "def" }, err: `scenario differs in: sha256 (old abc, new def`, sentinel: ErrIncomparable},
 		{name: "scenario name", edit: func(r *report.Report) { r.Scenario.Name = "t" }, err: `scenario name: old "s", new "t"`, sentinel: ErrIncomparable},
 		{name: "model", edit: func(r *report.Report) { r.Runs["server"].Target.Model = "n" }, err: `run server model: old "m", new "n"`, sentinel: ErrIncomparable},
 		{name: "cpu", edit: func(r *report.Report) { r.Host.CPUCores = 16 }, err: "host cpu_cores: old 8, new 16", sentinel: ErrIncomparable},

@@ -51,6 +51,9 @@ type entry struct {
 	samples       []float64 // nil when the report kept none for this metric
 	samplesNote   string    // why samples is nil although the phase has samples
 	deterministic bool      // seam runs: virtual time, no noise
+	// reps holds, per statistic, its value in each repetition of the
+	// scenario (run --repeat-runs), when the report has them.
+	reps map[string][]float64
 	// workload names a load point's offered load ("concurrency 8",
 	// "rate 20/s"): points are matched by position, and the same position
 	// under another load is not the same workload.
@@ -68,6 +71,11 @@ func metrics(r *report.Report) (map[string]*entry, []string, []string, error) {
 		}
 		if err := w.run(rn, run); err != nil {
 			return nil, nil, nil, fmt.Errorf("run %s: %w", rn, err)
+		}
+	}
+	if r.Repetitions != nil {
+		for _, e := range w.byKey {
+			e.reps = repValues(r.Repetitions.Runs, e.path[1:])
 		}
 	}
 	return w.byKey, w.order, w.pooled, nil
@@ -346,4 +354,57 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// repValues finds, under a repetitions tree (report.Repetitions.Runs), the
+// statistics at path (a metric's path below runs) and returns each one's
+// values across the repetitions; nil when the tree lacks the path.
+func repValues(tree map[string]any, path []string) map[string][]float64 {
+	var cur any = tree
+	for _, k := range path {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		case *[]any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(*c) {
+				return nil
+			}
+			cur = (*c)[i]
+		default:
+			return nil
+		}
+	}
+	m, ok := cur.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := map[string][]float64{}
+	for stat, v := range m {
+		switch x := v.(type) {
+		case report.RepStat:
+			out[stat] = x.Values
+		case map[string]any: // decoded from JSON
+			list, _ := x["values"].([]any)
+			var vals []float64
+			for _, e := range list {
+				if f, ok := e.(float64); ok {
+					vals = append(vals, f)
+				}
+			}
+			if len(vals) > 0 {
+				out[stat] = vals
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
