@@ -477,6 +477,9 @@ func noMatch(t Threshold, om map[string]*entry, oorder []string, nm map[string]*
 		}
 	}
 	sel := t.Selector
+	if len(sel) == 0 {
+		return fmt.Errorf("--fail-on %q: %w: no metric", t.Raw, ErrNoMetric)
+	}
 	name := sel[len(sel)-1]
 	hint := ""
 	switch {

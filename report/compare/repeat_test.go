@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -79,5 +80,38 @@ func TestAcrossRunNoNoiseRegressions(t *testing.T) {
 		if len(res.Regressions) > 0 {
 			t.Errorf("seed %d: %s", seed, res.Regressions[0].Reason)
 		}
+	}
+}
+
+// A load phase keeps its samples, labelled by point: each point is judged
+// over its own requests, not "cannot tell".
+func TestLoadPointsJudgedOverTheirSamples(t *testing.T) {
+	mk := func(seed uint64, median float64) *report.Report {
+		r := liveReport(nil, nil, false)
+		var samples []report.RequestSample
+		var points []*report.LoadPoint
+		for i, c := range []int{1, 8} {
+			v := draw(seed+uint64(i), 20, median*float64(i+1), 0.02)
+			for j, x := range v {
+				samples = append(samples, report.RequestSample{Phase: "load", Point: fmt.Sprintf("concurrency %d", c), Index: j, OK: true, TTFTMS: fp(x)})
+			}
+			points = append(points, &report.LoadPoint{Concurrency: c, ServingMetrics: &report.ServingMetrics{Requests: 20, Succeeded: 20,
+				TTFTMS: report.NewStat(v), Errors: report.ErrorSummary{Rate: fp(0), ByClass: map[string]int{}}}})
+		}
+		r.Runs["server"].PhaseOrder = []string{"load"}
+		r.Runs["server"].Phases = map[string]*report.Phase{"load": {Kind: "load", Samples: samples, Points: points,
+			ServingMetrics: &report.ServingMetrics{Requests: 40, Succeeded: 40, Errors: report.ErrorSummary{Rate: fp(0), ByClass: map[string]int{}}}}}
+		return r
+	}
+	th, err := ParseThreshold("load.points[1].ttft_ms.p50:+10%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Compare(mk(1, 10), mk(9, 15), Options{FailOn: []Threshold{th}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Regressions) != 1 || len(res.CannotTell) != 0 {
+		t.Fatalf("regressions %+v, cannot tell %+v", res.Regressions, res.CannotTell)
 	}
 }

@@ -198,7 +198,10 @@ func (w *walker) run(rn string, run *report.Run) error {
 			if lp.Rate > 0 {
 				w.workload = fmt.Sprintf("rate %g/s", lp.Rate)
 			}
-			w.serving(ip, lp.ServingMetrics, nil, false, nil)
+			// A point's samples carry its label (engine/live names them
+			// the same way as the workload).
+			label := w.workload
+			w.serving(ip, lp.ServingMetrics, reqs, reqs != nil, &label)
 			w.dist(join(ip, "queue_ms"), lp.QueueMS, nil, "", false)
 			w.scalar(join(ip, "request_throughput_per_s"), lp.RequestThroughputPerS, false)
 			w.scalar(join(ip, "output_tokens_per_s"), lp.OutputTokensPerS, false)
