@@ -10,6 +10,7 @@ const (
 	KindPrefixCache = "prefix_cache"
 	KindRequests    = "requests"
 	KindLoad        = "load"
+	KindTrace       = "trace"
 )
 
 // Prefix-cache variants: the keys of Phase.Variants, in the order they run

@@ -140,6 +140,10 @@ type Phase struct {
 
 	// Points are the load points of a load phase (one, or one per sweep value).
 	Points []*LoadPoint `json:"points,omitempty"`
+	// Dataset says where a phase's prompts came from (prompt.dataset).
+	Dataset *Dataset `json:"dataset,omitempty"`
+	// Trace is a trace phase's replay against its trace (trace.go).
+	Trace *TraceReplay `json:"trace,omitempty"`
 
 	// Samples is []SeamSample or []RequestSample, unless report.samples is false.
 	Samples any `json:"samples,omitempty"`

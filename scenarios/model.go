@@ -338,6 +338,14 @@ type PromptSpec struct {
 	File string `yaml:"file" json:"file,omitempty"`
 	// Calibrate turns the tokenizer search off when false (word-count estimate only).
 	Calibrate *bool `yaml:"calibrate" json:"calibrate,omitempty"`
+	// Dataset is a ShareGPT or JSONL file sampled for prompts (dataset.go).
+	Dataset         string `yaml:"dataset" json:"dataset,omitempty"`
+	Format          string `yaml:"format" json:"format,omitempty"`
+	Replacement     *bool  `yaml:"replacement" json:"replacement,omitempty"`
+	MinPromptTokens int    `yaml:"min_prompt_tokens" json:"min_prompt_tokens,omitempty"`
+	MaxPromptTokens int    `yaml:"max_prompt_tokens" json:"max_prompt_tokens,omitempty"`
+	MinOutputTokens int    `yaml:"min_output_tokens" json:"min_output_tokens,omitempty"`
+	MaxOutputTokens int    `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"`
 }
 
 // Phase is one step of a run. Which keys apply depends on the kind and on
@@ -361,6 +369,12 @@ type Phase struct {
 	MaxErrorRate *float64   `yaml:"max_error_rate" json:"max_error_rate,omitempty"`
 	// FilePrompts holds the requests read from prompt.file at load time.
 	FilePrompts []*RequestSpec `yaml:"-" json:"-"`
+	// Dataset is what prompt.dataset held (dataset.go).
+	Dataset *DatasetInfo `yaml:"-" json:"-"`
+
+	// Trace phases (trace.go).
+	Trace     TraceSpec  `yaml:"trace" json:"trace"`
+	TraceInfo *TraceInfo `yaml:"-" json:"-"`
 
 	// Load phases.
 	Concurrency int          `yaml:"concurrency" json:"concurrency,omitempty"`

@@ -267,6 +267,7 @@ func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, 
 	}
 	err := kind.Run(ctx, r, p, ph)
 	r.warnings = nil
+	ph.Dataset = datasetReport(p)
 	if r.metrics {
 		switch after, err2 := r.send.scrapeMetrics(ctx); {
 		case scrapeErr != nil:
