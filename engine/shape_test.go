@@ -197,13 +197,17 @@ func TestShapeIsTheReport(t *testing.T) {
 // loaded machine does not merge them into one arrival (no decode interval).
 func TestShapeIsTheReportForEveryKind(t *testing.T) {
 	phases := map[string]string{
-		"warmup":       `{requests: 2}`,
-		"prefill":      `{prompt_tokens: [32, 64], repeat: 2}`,
-		"decode":       `{prompt_tokens: 32, max_tokens: 4, repeat: 2}`,
-		"prefix_cache": `{prompt_tokens: 64, suffix_tokens: 8, repeat: 2}`,
-		"requests":     `{kind: requests, requests: [{messages: [{role: user, content: hi}], max_tokens: 3}]}`,
-		"load":         `{kind: load, sweep: {concurrency: [1, 2]}, requests: 4, prompt_tokens: 16, max_tokens: 4, slo: {ttft_ms: 1000}}`,
-		"load_rate":    `{kind: load, rate: 200, requests: 4, prompt_tokens: 16, max_tokens: 4}`,
+		"warmup":           `{requests: 2}`,
+		"prefill":          `{prompt_tokens: [32, 64], repeat: 2}`,
+		"decode":           `{prompt_tokens: 32, max_tokens: 4, repeat: 2}`,
+		"prefix_cache":     `{prompt_tokens: 64, suffix_tokens: 8, repeat: 2}`,
+		"requests":         `{kind: requests, requests: [{messages: [{role: user, content: hi}], max_tokens: 3}]}`,
+		"load":             `{kind: load, sweep: {concurrency: [1, 2]}, requests: 4, prompt_tokens: 16, max_tokens: 4, slo: {ttft_ms: 1000}}`,
+		"load_rate":        `{kind: load, rate: 200, requests: 4, prompt_tokens: 16, max_tokens: 4}`,
+		"load_dataset":     `{kind: load, concurrency: 2, requests: 4, max_tokens: 4, prompt: {dataset: "` + exampleData(t, "chat.jsonl") + `", max_prompt_tokens: 64}}`,
+		"requests_dataset": `{kind: requests, requests: 2, max_tokens: 3, prompt: {dataset: "` + exampleData(t, "sharegpt.json") + `"}}`,
+		"trace":            `{kind: trace, requests: 4, max_tokens: 4, trace: {file: "` + exampleData(t, "mooncake.jsonl") + `", block_tokens: 16, speed: 50}}`,
+		"trace_csv":        `{kind: trace, requests: 3, max_tokens: 4, trace: {file: "` + exampleData(t, "azure.csv") + `", format: azure, rate: 100}}`,
 	}
 	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: 5 * time.Millisecond}})
 	if err != nil {
@@ -259,4 +263,13 @@ phases:
 	if got := Warnings(sc, 0); got != nil {
 		t.Errorf("limit unknown: %q", got)
 	}
+}
+
+// exampleData is the absolute path of a generated example file.
+func exampleData(t *testing.T, name string) string {
+	p, err := filepath.Abs(filepath.Join("..", "examples", "data", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
