@@ -167,6 +167,10 @@ func (t *TraceReader) nextMooncake() (Entry, error) {
 			HashIDs      []int64  `json:"hash_ids"`
 		}
 		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return Entry{}, fmt.Errorf("%s:%d: field %q: expected %s, got %s", t.name, t.line, te.Field, te.Type, te.Value)
+			}
 			return Entry{}, fmt.Errorf("%s:%d: not a Mooncake JSON line: %v", t.name, t.line, err)
 		}
 		field := func(name string) error {
