@@ -218,13 +218,10 @@ func checkSeamEndpoint(e *errs, t *Target) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			e.add(ep.At("base_url"), "%s.base_url: %q is not an http(s)://host[:port] URL (or embedded)", epPath, redact.URL(ep.BaseURL))
 		}
-		if ep.Sim != nil {
-			e.add(ep.At("sim"), "%s.sim: applies only to the embedded simulator (base_url empty or embedded)", epPath)
-		}
-		if ep.Has("tls") {
-			e.add(ep.At("tls"), "%s.tls: applies only to the embedded simulator; an https:// base_url is TLS", epPath)
-		}
-		ep.Sim = nil
+		// sim and tls apply only to the embedded simulator; a scenario may
+		// keep them and be pointed at a server with --set, as an openai
+		// target may keep its sim.
+		ep.Sim, ep.TLS = nil, false
 	} else if ep.Sim == nil {
 		ep.Sim = &SimConfig{}
 	}
