@@ -124,6 +124,10 @@ type Target struct {
 // Connections counts connection attempts over a run.
 type Connections struct {
 	Attempts int `json:"attempts"`
+	// StaleRetries counts transfers sent again on a fresh connection after
+	// a reused one failed before any response byte (the server had closed
+	// it); always 0 on a stub.
+	StaleRetries int `json:"stale_retries"`
 }
 
 // Cleanup is the state of a seam route session taken after it was closed.

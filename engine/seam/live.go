@@ -61,22 +61,25 @@ var ErrTransfer = errors.New("seam transfer failed")
 
 // live is one route session on a live endpoint.
 type live struct {
-	cfg     *scenarios.SeamTarget
-	ep      *scenarios.SeamEndpoint
-	seam    string
-	url     string // the completions URL
-	model   string
-	apiKey  string
-	wire    *wire
-	client  *http.Client
-	tr      *http.Transport
-	t0      time.Time
-	n       int // transfers so far, for activation ids
-	phase   []string
-	echoed  int
-	sent    int
-	flight  atomic.Int64
-	perSeam map[string]int // telemetry per seam, flushed into the report at close
+	cfg    *scenarios.SeamTarget
+	ep     *scenarios.SeamEndpoint
+	seam   string
+	url    string // the completions URL
+	model  string
+	apiKey string
+	wire   *wire
+	client *http.Client
+	tr     *http.Transport
+	t0     time.Time
+	n      int // transfers so far, for activation ids
+	phase  []string
+	echoed int
+	sent   int
+	flight atomic.Int64
+	// staleRetries counts transfers sent again after a reused connection
+	// failed before any response byte.
+	staleRetries int
+	perSeam      map[string]int // telemetry per seam, flushed into the report at close
 }
 
 // Capture runs one run's phases over one route session on the live endpoint
@@ -147,6 +150,7 @@ func Capture(ctx context.Context, run *scenarios.Run, opts LiveOptions) (_ *repo
 	out.Source = report.SourceLive
 	out.Target.BaseURL, out.Target.Model, out.Target.ModelSource = redact.URL(base), model, modelSource
 	out.Connections.Attempts = int(l.wire.dials.Load())
+	out.Connections.StaleRetries = l.staleRetries
 	if relay != nil {
 		c := relay.Counters()
 		out.Relay = &c
@@ -345,30 +349,35 @@ func (l *live) transfer(ctx context.Context, kind string, tokenIndex int, prompt
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.ep.Timeout.Duration)
 	defer cancel()
-	var tm timing
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, tm.trace()), http.MethodPost, l.url, bytes.NewReader(body))
-	if err != nil {
-		return m, "", fmt.Errorf("seam: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range l.ep.Headers {
-		req.Header.Set(k, v)
-	}
-	if l.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+l.apiKey)
-	}
-	req.Header.Set(l.ep.SessionHeader, l.cfg.SessionID)
-
 	w0, r0 := l.wire.written.Load(), l.wire.read.Load()
 	l.flight.Add(1)
 	defer l.flight.Add(-1)
 	l.sent++
 	start := time.Now()
 	m.start = start.Sub(l.t0)
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return m, "", fmt.Errorf("seam: %s transfer %s: %w", kind, m.activationID, err)
+	var tm *timing
+	var resp *http.Response
+	// A request that fails on a reused connection before any response byte
+	// never reached the model (a server that closed its keep-alive
+	// connection): it is sent once more, on a fresh connection, and counted.
+	// The transfer's latency and bytes include the failed attempt.
+	for attempt := 0; ; attempt++ {
+		tm = &timing{}
+		req, err := l.request(httptrace.WithClientTrace(ctx, tm.trace()), body)
+		if err != nil {
+			return m, "", err
+		}
+		resp, err = l.client.Do(req)
+		if err == nil {
+			break
+		}
+		tm.mu.Lock()
+		stale := tm.gotConn && tm.reused && tm.firstByte.IsZero()
+		tm.mu.Unlock()
+		if attempt > 0 || !stale || ctx.Err() != nil {
+			return m, "", fmt.Errorf("seam: %s transfer %s: %w", kind, m.activationID, err)
+		}
+		l.staleRetries++
 	}
 	text, n, rerr := readCompletion(resp)
 	// Drained to the end, so a cached connection is back in the pool before
@@ -409,6 +418,24 @@ func snippet(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// request is one attempt at a transfer.
+func (l *live) request(ctx context.Context, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("seam: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range l.ep.Headers {
+		req.Header.Set(k, v)
+	}
+	if l.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+l.apiKey)
+	}
+	req.Header.Set(l.ep.SessionHeader, l.cfg.SessionID)
+	return req, nil
 }
 
 // body is the transfer's request: greedy, one token, streamed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -293,5 +294,43 @@ func TestLiveEmbeddedTLS(t *testing.T) {
 	}
 	if a, b := got["direct/cached"].Connections.Attempts, got["direct/stateless"].Connections.Attempts; a != 1 || b != 17 {
 		t.Errorf("connections cached %d stateless %d", a, b)
+	}
+}
+
+// A server that advertises keep-alive and closes the connection after every
+// streamed answer anyway (llama-server does): the cached session cannot hold
+// its connection, which the counts show, and a transfer that meets the dead
+// connection is sent again on a fresh one, not lost.
+func TestLiveServerClosingAfterEachAnswer(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/completions" {
+			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		k := served.Add(1)
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		body := fmt.Sprintf("data: {\"choices\":[{\"text\":\"t%d\"}]}\n\ndata: [DONE]\n\n", k)
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nKeep-Alive: timeout=5, max=100\r\nX-Meshnet-Session: %s\r\nContent-Length: %d\r\n\r\n%s",
+			r.Header.Get("X-Meshnet-Session"), len(body), body)
+		_ = buf.Flush()
+	}))
+	defer srv.Close()
+	sc := liveScenario(t, srv.URL)
+	r := capture(t, sc.Runs[0]) // direct/cached
+	if r.Connections.Attempts != 17 || len(r.OutputTokens) != 16 {
+		t.Errorf("%d connections for 17 transfers (%d tokens); want one each", r.Connections.Attempts, len(r.OutputTokens))
+	}
+	if r.Connections.StaleRetries > 0 && served.Load() != 17 {
+		t.Errorf("a retried transfer reached the model twice: %d served", served.Load())
+	}
+	if *r.Cleanup != (report.Cleanup{SessionClosed: true}) {
+		t.Errorf("cleanup %+v", *r.Cleanup)
 	}
 }
