@@ -295,12 +295,17 @@ func redactedSeam(s *scenarios.SeamTarget) *scenarios.SeamTarget {
 }
 
 // redactedVars copies the scenario's vars with the string values of
-// secret-looking names replaced: gates read sc.Vars, the report shows these.
+// secret-looking names replaced, and URL passwords in any string value:
+// gates read sc.Vars, the report shows these.
 func redactedVars(vars map[string]any) map[string]any {
 	out := make(map[string]any, len(vars))
 	for k, v := range vars {
-		if _, ok := v.(string); ok && redact.IsSecretName(k) {
-			v = redact.Value
+		if str, ok := v.(string); ok {
+			if redact.IsSecretName(k) {
+				v = redact.Value
+			} else {
+				v = redact.URL(str) // vars.base_url=http://user:pw@host
+			}
 		}
 		out[k] = v
 	}

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,5 +116,39 @@ func TestLiveSeamGatesCatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A live seam's secrets stay out of the report and its errors: the base
+// URL's password, a secret header's value and the API key.
+func TestLiveSeamSecretsRedacted(t *testing.T) {
+	const pass, hdr, key = "pw-Zq8vN3xLr7", "hdr-Tf9YcD4h", "sk-live-Kp2Wb9"
+	sc, err := scenarios.Load("../examples/route-session-live.yaml", scenarios.Options{Sets: []string{
+		"vars.base_url=http://user:" + pass + "@127.0.0.1:1",
+		"targets.route.endpoint.ready_timeout=100ms",
+		"targets.route.endpoint.api_key_env=SEAM_KEY",
+		"targets.route.endpoint.headers={X-Tenant-Token: " + hdr + "}",
+		"targets.route.endpoint.secret_headers=[X-Tenant-Token]",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Runs = sc.Runs[:1]
+	r := New(sc, Options{})
+	lookup := func(name string) (string, bool) { return key, name == "SEAM_KEY" }
+	if err := Run(context.Background(), sc, r, Options{LookupEnv: lookup}); err == nil {
+		t.Fatal("an unreachable endpoint must fail the run")
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{pass, hdr, key} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("the report holds %q:\n%s", secret, b)
+		}
+	}
+	if run := r.Runs["direct/cached"]; run.Status != report.RunError || !strings.Contains(run.Error, "not ready") {
+		t.Errorf("run %s: %s", run.Status, run.Error)
 	}
 }
