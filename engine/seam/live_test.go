@@ -334,3 +334,41 @@ func TestLiveServerClosingAfterEachAnswer(t *testing.T) {
 		t.Errorf("cleanup %+v", *r.Cleanup)
 	}
 }
+
+// An interrupt mid-transfer ends the session: the error is the context's,
+// and the cleanup still finds nothing open or in flight.
+func TestLiveInterruptClosesTheSession(t *testing.T) {
+	started := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/completions" {
+			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		// Read to the end, so the server notices the client going away.
+		_, _ = io.Copy(io.Discard, r.Body)
+		once.Do(func() { close(started) })
+		select { // a transfer that does not answer
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	sc := liveScenario(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-started:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r, err := Capture(ctx, sc.Runs[1], LiveOptions{}) // direct/stateless
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want the context's", err)
+	}
+	if r == nil || *r.Cleanup != (report.Cleanup{SessionClosed: true}) {
+		t.Fatalf("run %+v", r)
+	}
+}
