@@ -48,7 +48,7 @@ func New(sc *scenarios.Scenario, opts Options) *report.Report {
 		SchemaVersion: report.SchemaVersion,
 		Tool:          report.Tool{Name: "tollgate", Version: opts.ToolVersion},
 		Scenario: report.ScenarioInfo{
-			Name: sc.Name, Description: sc.Description, File: sc.File, SHA256: sc.SHA256, Vars: redactedVars(sc.Vars),
+			Name: sc.Name, Description: sc.Description, File: sc.File, SHA256: sc.SHA256, Identity: sc.Identity, Vars: redactedVars(sc.Vars),
 		},
 		Host:      HostFacts(),
 		StartedAt: now().UTC(),
@@ -177,12 +177,12 @@ func Validate(sc *scenarios.Scenario) error {
 	return nil
 }
 
-// Warnings are what a scenario asks of this machine that it cannot give
-// (a load phase's concurrency over the open-file limit), each at the
-// phase's position, found before anything is sent; each run's report
-// repeats them.
+// Warnings are what a scenario asks that will not happen as written: the
+// loader's (scenarios.Scenario.Warnings) and a load phase's concurrency
+// over the open-file limit (each run's report repeats it). Each has its
+// position; all are found before anything is sent.
 func Warnings(sc *scenarios.Scenario, openFileLimit uint64) []string {
-	var out []string
+	out := append([]string(nil), sc.Warnings...)
 	seen := map[string]bool{}
 	for _, run := range sc.Runs {
 		if run.Target.Kind == scenarios.KindSeam {

@@ -39,7 +39,9 @@ func TestBuiltinBombsAreBounded(t *testing.T) {
 			if res.Status != "error" || !strings.Contains(res.Message, "budget") {
 				t.Errorf("%s: %s %q, want an error naming the budget", tc.expr, res.Status, res.Message)
 			}
-			if took > time.Second*raceSlowdown {
+			// The bound is that it stops, not how fast: the machines are
+			// shared, and a loaded one took 4 s for what takes 0.4 s idle.
+			if took > 60*time.Second*raceSlowdown {
 				t.Errorf("took %v", took)
 			}
 			if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 512 {

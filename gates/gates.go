@@ -118,7 +118,29 @@ const (
 type Gate struct {
 	Spec
 	prog *vm.Program
+	// readsBaseline: the gate reads baseline, so it is skipped when
+	// evaluated without one.
+	readsBaseline bool
 }
+
+// ReadsBaseline reports whether the gate reads baseline: evaluated over
+// an environment without one, it is skipped (SkippedNoBaseline).
+func (g *Gate) ReadsBaseline() bool { return g.readsBaseline }
+
+// ReadBaseline lists the gates that read baseline, by name.
+func (s *Set) ReadBaseline() []string {
+	var out []string
+	for _, g := range s.Gates {
+		if g.readsBaseline {
+			out = append(out, g.Name)
+		}
+	}
+	return out
+}
+
+// SkippedNoBaseline is the message of a gate skipped because it reads
+// baseline and none was given.
+const SkippedNoBaseline = "skipped (no baseline): this gate reads baseline; give --baseline OLD.json to judge it"
 
 // Set is the compiled gates of a scenario.
 type Set struct{ Gates []*Gate }
@@ -129,6 +151,11 @@ type Set struct{ Gates []*Gate }
 // or metric the shape lacks in any branch, has a type error, is not
 // boolean, or has a constant part that cannot be evaluated (a division by
 // zero, a memory bomb) is a Problem. Nothing is evaluated over the shape.
+//
+// Gates read baseline only when shape has one (from BaselineEnv: a
+// baseline report, or the run's own shape when none is given, since a
+// baseline has the report's shape); without it, baseline is an unknown
+// name (ErrNoBaseline).
 func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 	set := &Set{}
 	var problems []Problem
@@ -143,7 +170,8 @@ func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 	}
 	static := newStaticEnv(shape)
 	for _, s := range specs {
-		if ps := static.check(s); len(ps) > 0 {
+		readsBaseline, ps := static.check(s)
+		if len(ps) > 0 {
 			problems = append(problems, ps...)
 			continue
 		}
@@ -154,7 +182,7 @@ func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 			problems = append(problems, compileProblem(s, err, ErrType))
 			continue
 		}
-		set.Gates = append(set.Gates, &Gate{Spec: s, prog: prog})
+		set.Gates = append(set.Gates, &Gate{Spec: s, prog: prog, readsBaseline: readsBaseline})
 	}
 	return set, problems
 }
@@ -236,10 +264,30 @@ func Env(r *report.Report, vars map[string]any) (map[string]any, error) {
 	return m, nil
 }
 
-// Evaluate runs every gate over env (from Env) and returns their verdicts in order.
+// BaselineEnv is the environment gates see as baseline: the report's
+// JSON shape, without vars (a gate's vars are the scenario's own). Given
+// the run's shape (engine.Shape) instead of a report, it is what gates are
+// checked against when no baseline is given.
+func BaselineEnv(r *report.Report) (map[string]any, error) {
+	env, err := Env(r, nil)
+	if err != nil {
+		return nil, err
+	}
+	delete(env, "vars")
+	return env, nil
+}
+
+// Evaluate runs every gate over env (from Env) and returns their verdicts
+// in order. When env has no baseline, a gate that reads it is skipped.
 func (s *Set) Evaluate(env map[string]any) []report.GateResult {
 	out := make([]report.GateResult, 0, len(s.Gates))
+	_, hasBaseline := env["baseline"]
 	for _, g := range s.Gates {
+		if g.readsBaseline && !hasBaseline {
+			out = append(out, report.GateResult{Name: g.Name, Expr: g.Expr, Description: g.Description, Optional: g.Optional,
+				Status: report.StatusSkipped, Message: SkippedNoBaseline})
+			continue
+		}
 		out = append(out, g.evaluate(env))
 	}
 	return out

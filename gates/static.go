@@ -39,9 +39,12 @@ var (
 	// ErrNoBaseline is an ErrUnknownName for baseline, which exists only
 	// when the run is given a baseline report.
 	ErrNoBaseline = fmt.Errorf("%w baseline", ErrUnknownName)
-	ErrMissingKey = errors.New("missing key")
-	ErrType       = errors.New("type error")
-	ErrConstant   = errors.New("constant expression error")
+	// ErrNoRepetitions is an ErrUnknownName for repetitions, which a
+	// report has only when the scenario ran more than once.
+	ErrNoRepetitions = fmt.Errorf("%w repetitions", ErrUnknownName)
+	ErrMissingKey    = errors.New("missing key")
+	ErrType          = errors.New("type error")
+	ErrConstant      = errors.New("constant expression error")
 )
 
 // maxConstElems bounds how many elements of a constant list a predicate
@@ -103,6 +106,11 @@ type resolver struct {
 	bytesLeft int
 	exhausted bool // the budget is spent: one problem says so, once
 	visits    int
+	// readsBaseline: some node may be the shape's baseline (baseline,
+	// $env.baseline, a let bound to it, a computed key of $env), the map
+	// whose address is baseline (0: the shape has none).
+	readsBaseline bool
+	baseline      uintptr
 }
 
 func (w *resolver) problem(n ast.Node, kind error, msg string) {
@@ -163,6 +171,9 @@ type child struct {
 func (w *resolver) visit(n ast.Node, sc *scope, ptr *aval) aval {
 	w.visits++
 	res, kids := w.node(n, sc, ptr)
+	if !w.readsBaseline {
+		w.readsBaseline = w.isBaseline(res)
+	}
 	if !res.konst {
 		for _, c := range kids {
 			if c.av.konst && !isLiteral(c.n) {
@@ -175,6 +186,19 @@ func (w *resolver) visit(n ast.Node, sc *scope, ptr *aval) aval {
 		w.record(n, res)
 	}
 	return res
+}
+
+// isBaseline reports whether av may be the shape's baseline itself.
+func (w *resolver) isBaseline(av aval) bool {
+	if w.baseline == 0 {
+		return false
+	}
+	for _, v := range av.vals {
+		if m, ok := v.(map[string]any); ok && reflect.ValueOf(m).Pointer() == w.baseline {
+			return true
+		}
+	}
+	return false
 }
 
 func isLiteral(n ast.Node) bool {
@@ -367,11 +391,14 @@ func (w *resolver) unknownName(n ast.Node, name string, sc *scope) {
 	for s := sc; s != nil; s = s.next {
 		known = append(known, s.name)
 	}
-	kind := ErrUnknownName
-	if name == "baseline" {
+	kind, hint := ErrUnknownName, closest(name, known)
+	switch name {
+	case "baseline":
 		kind = ErrNoBaseline
+	case "repetitions":
+		kind, hint = ErrNoRepetitions, " (a report has repetitions only when run with --repeat-runs N, N ≥ 2; give the same flag to validate)"
 	}
-	w.problem(n, kind, "unknown name "+name+closest(name, known))
+	w.problem(n, kind, "unknown name "+name+hint)
 }
 
 func keysOf[V any](m map[string]V) []string {
@@ -970,7 +997,9 @@ func (p *placeholders) Visit(node *ast.Node) {
 // the gates of a scenario: building the parse environment's nature and the
 // type map for every gate walked the whole shape each time.
 type staticEnv struct {
-	shape       map[string]any
+	shape map[string]any
+	// baseline is the address of the shape's baseline map (0: none).
+	baseline    uintptr
 	parse       map[string]any
 	parseNature nature.Nature
 	types       types.Map
@@ -978,6 +1007,9 @@ type staticEnv struct {
 
 func newStaticEnv(shape map[string]any) *staticEnv {
 	e := &staticEnv{shape: shape, parse: map[string]any{}, types: types.Map{}}
+	if b, ok := shape["baseline"].(map[string]any); ok {
+		e.baseline = reflect.ValueOf(b).Pointer()
+	}
 	// As at run time: a shape key shadows a helper when parsing, a helper's
 	// type wins when type checking.
 	for k, v := range shape {
@@ -996,8 +1028,9 @@ func newStaticEnv(shape map[string]any) *staticEnv {
 }
 
 // check parses a gate and checks it without evaluating it over the
-// report. It returns every problem found.
-func (e *staticEnv) check(s Spec) []Problem {
+// report. It returns every problem found, and whether the gate reads the
+// shape's baseline.
+func (e *staticEnv) check(s Spec) (readsBaseline bool, problems []Problem) {
 	shape := e.shape
 	cfg := conf.CreateNew()
 	// The environment makes helper names (repeat) parse as calls of the
@@ -1006,23 +1039,23 @@ func (e *staticEnv) check(s Spec) []Problem {
 	expr.MaxNodes(maxNodes)(cfg)
 	tree, err := parser.ParseWithConfig(s.Expr, cfg)
 	if err != nil {
-		return []Problem{compileProblem(s, err, ErrSyntax)}
+		return false, []Problem{compileProblem(s, err, ErrSyntax)}
 	}
 	w := &resolver{spec: s, shape: shape, seen: map[string]bool{}, info: map[ast.Node]*nodeInfo{},
-		deadline: time.Now().Add(loadTimeout), bytesLeft: maxBytes}
+		deadline: time.Now().Add(loadTimeout), bytesLeft: maxBytes, baseline: e.baseline}
 	root := w.visit(tree.Node, nil, nil)
 	if root.konst && !isLiteral(tree.Node) {
 		_, _ = w.value(tree.Node, root, nil, nil)
 	}
 	if len(w.problems) > 0 {
-		return w.problems
+		return w.readsBaseline, w.problems
 	}
 	if err := typeCheck(tree, w.info, maps.Clone(e.types)); err != nil {
 		p := compileProblem(s, err, ErrType)
 		p.Msg = strings.TrimSpace(p.Msg)
-		return []Problem{p}
+		return w.readsBaseline, []Problem{p}
 	}
-	return w.constants
+	return w.readsBaseline, w.constants
 }
 
 // staticMissingMessage is missingMessage at load: a statistic the shape

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode/utf8"
 )
 
 // ErrNotReport marks input that is not a tollgate report.
@@ -35,7 +36,7 @@ func Decode(r io.Reader) (*Report, error) {
 		Runs json.RawMessage `json:"runs"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, at(data, err))
 	}
 	switch {
 	case probe.SchemaVersion == nil:
@@ -49,7 +50,7 @@ func Decode(r io.Reader) (*Report, error) {
 	}
 	var rep Report
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, at(data, err))
 	}
 	return &rep, nil
 }
@@ -63,8 +64,50 @@ func ReadFile(path string) (*Report, error) {
 	}
 	defer f.Close()
 	rep, err := Decode(f)
-	if err != nil {
+	var pe *PositionError
+	switch {
+	case errors.As(err, &pe):
+		// As a compiler would: file:line:col: what is wrong.
+		return nil, fmt.Errorf("%s:%d:%d: %w: %w", path, pe.Line, pe.Col, ErrNotReport, pe.Err)
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rep, nil
+}
+
+// PositionError is a JSON error at a place in the input: a syntax error,
+// or a value of the wrong type. Line and Col are 1-based (Col in runes).
+type PositionError struct {
+	Line, Col int
+	Err       error
+}
+
+func (e *PositionError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %v", e.Line, e.Col, e.Err)
+}
+
+func (e *PositionError) Unwrap() error { return e.Err }
+
+// at places a JSON decoding error in data, when it says where.
+func at(data []byte, err error) error {
+	var offset int64
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		offset = syn.Offset
+	case errors.As(err, &typ):
+		offset = typ.Offset
+	default:
+		return err
+	}
+	// The offset is just past the byte that was wrong.
+	if offset > 0 {
+		offset--
+	}
+	offset = min(offset, int64(len(data)))
+	before := data[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return &PositionError{Line: line, Col: col, Err: err}
 }

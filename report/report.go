@@ -18,6 +18,8 @@ const (
 	StatusError      = "error"
 	StatusNotGated   = "not_gated"
 	StatusIncomplete = "incomplete"
+	// StatusSkipped is a gate's only: it reads baseline and none was given.
+	StatusSkipped = "skipped"
 )
 
 // Report is one run of one scenario.
@@ -33,6 +35,9 @@ type Report struct {
 	Runs          map[string]*Run `json:"runs"`
 	RunOrder      []string        `json:"run_order"`
 	Gates         []GateResult    `json:"gates"`
+	// Repetitions, when the scenario ran more than once, summarises every
+	// figure of runs across the repetitions; runs is the last one.
+	Repetitions *Repetitions `json:"repetitions,omitempty"`
 }
 
 // Tool names the program that wrote the report.
@@ -43,11 +48,15 @@ type Tool struct {
 
 // ScenarioInfo identifies the effective scenario that ran.
 type ScenarioInfo struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	File        string         `json:"file"`
-	SHA256      string         `json:"sha256"`
-	Vars        map[string]any `json:"vars"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	File        string `json:"file"`
+	SHA256      string `json:"sha256"`
+	// Identity is the hash of each field of what SHA256 hashes, by path
+	// (phases.decode.max_tokens), so that two scenarios that differ can
+	// be told apart by name (see IdentityDiff).
+	Identity map[string]string `json:"identity,omitempty"`
+	Vars     map[string]any    `json:"vars"`
 }
 
 // Host describes the client machine.

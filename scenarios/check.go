@@ -341,12 +341,17 @@ func checkOpenAI(e *errs, t *Target) {
 	if !o.Timeouts.Has("total") {
 		o.Timeouts.Total.Duration = 30 * time.Minute
 	}
+	if !t.Embedded() && o.Has("sim") {
+		// A latency model for a simulator that is not started would be
+		// ignored without a word, and the report would not say so. (A
+		// base_url from --set or --var drops the block at load, with a
+		// warning: see dropSimForSetURL.)
+		e.add(o.Keys["sim"], "%s.sim: configures the embedded simulator, and base_url names a server; drop sim, or base_url to measure the simulator", path)
+	}
 	if o.Sim == nil {
 		o.Sim = &SimConfig{}
 	}
 	if !t.Embedded() {
-		// sim applies only to the embedded simulator; a scenario may keep it
-		// and be pointed at a server with --set targets.NAME.base_url=...
 		o.Sim = nil
 	}
 	if r := &o.Retries; o.Has("retries") {

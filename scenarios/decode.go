@@ -174,8 +174,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 }
 
 func (d *decoder) intValue(n *yaml.Node, path string) (int64, bool) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" {
+		// JSON Schema, and so the editor, counts 1e3 and 2.0 as integers.
+		var f float64
+		if err := n.Decode(&f); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return int64(f), true
+		}
+	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		d.errorf(n, "%s: expected an integer, got %s", path, describe(n))
+		d.errorf(n, "%s: expected an integer, got %s%s", path, describe(n), numberHint(n))
 		return 0, false
 	}
 	var i int64
@@ -188,7 +195,7 @@ func (d *decoder) intValue(n *yaml.Node, path string) (int64, bool) {
 
 func (d *decoder) floatValue(n *yaml.Node, path string) (float64, bool) {
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
-		d.errorf(n, "%s: expected a number, got %s", path, describe(n))
+		d.errorf(n, "%s: expected a number, got %s%s", path, describe(n), numberHint(n))
 		return 0, false
 	}
 	var f float64

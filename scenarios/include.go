@@ -40,6 +40,7 @@ func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *y
 		e.add(Pos{File: file, Line: 1, Col: 1}, "the scenario is empty")
 		return nil
 	}
+	resolveTree(&doc)
 	root := doc.Content[0]
 	if fileIdx > 0 {
 		markFile(root, fileIdx)
@@ -48,8 +49,12 @@ func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *y
 		d.errorf(root, "a scenario is a mapping with name, targets, phases and gates; got %s", describe(root))
 		return nil
 	}
+	replace := d.replaceGates(root)
 	inc := removeKey(root, "include")
 	if inc == nil {
+		if replace != nil {
+			d.errorf(replace, "replace_gates: this file includes nothing whose gates it could replace (it applies to a file with include:, or to a profile)")
+		}
 		return root
 	}
 	var paths []*yaml.Node
@@ -92,14 +97,83 @@ func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *y
 		if merged == nil {
 			merged = sub
 		} else {
-			merge(merged, sub)
+			mergeGates(merged, sub, false)
 		}
 	}
 	if merged == nil {
 		return root
 	}
-	merge(merged, root)
+	mergeGates(merged, root, replace != nil && replace.Value == "true")
 	return merged
+}
+
+// replaceGates removes replace_gates from a file's (or a profile's)
+// mapping and returns its value, or nil when it is absent or invalid.
+func (d *decoder) replaceGates(m *yaml.Node) *yaml.Node {
+	v := removeKey(m, "replace_gates")
+	if v == nil {
+		return nil
+	}
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
+		d.errorf(v, "replace_gates: expected true or false, got %s", describe(v))
+		return nil
+	}
+	return v
+}
+
+// mergeGates merges src over dst like merge, except for gates: src's
+// gates are added to dst's, a gate named like one of dst's taking its
+// place, so a scenario that includes a shared one keeps the shared gates
+// without repeating them. With replace, src's gates replace dst's whole.
+func mergeGates(dst, src *yaml.Node, replace bool) {
+	dg, sg := resolveAlias(mapValue(dst, "gates")), resolveAlias(mapValue(src, "gates"))
+	if replace || dg == nil || sg == nil || dg.Kind != yaml.SequenceNode || sg.Kind != yaml.SequenceNode {
+		merge(dst, src)
+		return
+	}
+	combined := &yaml.Node{Kind: yaml.SequenceNode, Tag: sg.Tag, Style: sg.Style, Line: sg.Line, Column: sg.Column}
+	combined.Content = append(combined.Content, dg.Content...)
+	at := map[string]int{}
+	for i, g := range dg.Content {
+		if name := gateName(g); name != "" {
+			if _, dup := at[name]; !dup {
+				at[name] = i
+			}
+		}
+	}
+	replaced := map[string]bool{}
+	for _, g := range sg.Content {
+		name := gateName(g)
+		if i, ok := at[name]; ok && !replaced[name] {
+			combined.Content[i] = g
+			replaced[name] = true
+			continue
+		}
+		// A name given twice in src stays twice: the duplicate is then
+		// reported, never silently dropped.
+		combined.Content = append(combined.Content, g)
+	}
+	rest := *src
+	rest.Content = nil
+	for i := 0; i+1 < len(src.Content); i += 2 {
+		if src.Content[i].Value != "gates" {
+			rest.Content = append(rest.Content, src.Content[i], src.Content[i+1])
+		}
+	}
+	merge(dst, &rest)
+	for i := 0; i+1 < len(dst.Content); i += 2 {
+		if dst.Content[i].Value == "gates" {
+			dst.Content[i+1] = combined
+		}
+	}
+}
+
+func gateName(g *yaml.Node) string {
+	n := resolveAlias(mapValue(resolveAlias(g), "name"))
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
 }
 
 func sameFile(a, b string) bool {
@@ -181,7 +255,8 @@ func applyProfile(d *decoder, root *yaml.Node, name string) {
 			d.errorf(v, "profiles.%s: expected a mapping of scenario keys, got %s", name, describe(v))
 			return
 		}
-		merge(root, v)
+		replace := d.replaceGates(v)
+		mergeGates(root, v, replace != nil && replace.Value == "true")
 		return
 	}
 	d.errs.add(d.pos(profiles), "--profile %s: no such profile%s (profiles: %s)", name, suggest(name, names), strings.Join(names, ", "))

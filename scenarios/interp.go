@@ -122,7 +122,8 @@ func (in *interp) scalar(n *yaml.Node) {
 					case *rep == "":
 						n.Tag = "!!str" // an empty value is an empty string, not null
 					case style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0:
-						n.Tag = "" // let YAML resolve the type of the substituted text
+						n.Tag = "" // let YAML 1.2 resolve the type of the substituted text
+						resolveCore(n)
 					}
 				}
 			}

@@ -1,8 +1,6 @@
 package scenarios
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -135,22 +133,19 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	}
 	firstPass := len(e.list)
 
+	warnings := dropSimForSetURL(d, root)
+
 	effective, err := yaml.Marshal(root)
 	if err != nil {
 		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot re-encode the effective scenario: %v", err)
 		return nil, e.err()
 	}
-	// The hash identifies what is measured: gates and descriptions are left
-	// out, so tightening a threshold keeps a baseline comparable.
-	measured := cloneNode(root)
-	removeKey(measured, "gates")
-	removeKey(measured, "description")
-	mb, err := yaml.Marshal(measured)
-	if err != nil {
-		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot re-encode the effective scenario: %v", err)
-		return nil, e.err()
-	}
-	sum := sha256.Sum256(mb)
+	// The hash identifies what is measured (see identity): tightening a
+	// threshold or moving the server keeps a baseline comparable.
+	// A document that cannot be decoded (a duplicate key, an alias that
+	// contains itself) is reported by the decoder below, with its place;
+	// this error is the last resort, should it find nothing.
+	sum, fields, identErr := identity(root)
 
 	axes := readMatrix(d, mapValue(root, "matrix"))
 	if !capRuns(d, root, axes, opts.MaxRuns) {
@@ -159,10 +154,12 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 
 	sc := &Scenario{
 		File:      file,
-		SHA256:    hex.EncodeToString(sum[:]),
+		SHA256:    sum,
+		Identity:  fields,
 		Effective: effective,
 		Matrix:    axes,
 		Vars:      map[string]any{},
+		Warnings:  warnings,
 	}
 	for _, name := range in.order {
 		var v any
@@ -229,6 +226,9 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		}
 	}
 	e.list = kept
+	if identErr != nil && len(e.list) == 0 {
+		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot encode the scenario's identity: %v", identErr)
+	}
 	if err := e.err(); err != nil {
 		return nil, err
 	}
@@ -285,6 +285,35 @@ func syntaxError(file string, data []byte, err error) *Error {
 		col = len(text) - len(strings.TrimLeft(text, " \t")) + 1
 	}
 	return at(line, col, msg)
+}
+
+// dropSimForSetURL removes the sim block of every target whose base_url
+// came from a --set or --var flag and names a server: the flag points a
+// simulator scenario at a server on purpose (examples/load-sweep.yaml says
+// to), and the block would configure nothing. Written in the file, the
+// pair is an error (check), as the schema says.
+func dropSimForSetURL(d *decoder, root *yaml.Node) []string {
+	targets := mapValue(root, "targets")
+	if targets == nil || targets.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []string
+	for i := 0; i+1 < len(targets.Content); i += 2 {
+		t := targets.Content[i+1]
+		u := mapValue(t, "base_url")
+		if u == nil || u.Kind != yaml.ScalarNode || u.Line >= 0 || u.Value == "" || u.Value == "embedded" || mapValue(t, "sim") == nil {
+			continue
+		}
+		for j := 0; j+1 < len(t.Content); j += 2 {
+			if t.Content[j].Value == "sim" {
+				out = append(out, fmt.Sprintf("%s: targets.%s.sim is ignored: base_url (%s) names a server",
+					d.pos(t.Content[j]), targets.Content[i].Value, d.pos(u)))
+				t.Content = append(t.Content[:j:j], t.Content[j+2:]...)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // misindented finds the first line indented to a column no enclosing
@@ -372,7 +401,7 @@ func readMatrix(d *decoder, n *yaml.Node) []MatrixAxis {
 		seen := map[string]bool{}
 		for _, c := range v.Content {
 			c = resolveAlias(c)
-			if c.Kind != yaml.ScalarNode || c.ShortTag() == "!!null" {
+			if c.Kind != yaml.ScalarNode || c.ShortTag() == "!!null" || c.ShortTag() == "!!bool" {
 				d.errorf(c, "matrix.%s: values must be strings or numbers, got %s", k.Value, describe(c))
 				continue
 			}

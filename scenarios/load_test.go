@@ -287,6 +287,7 @@ func TestSet(t *testing.T) {
 		{name: "index past the end of a list", file: served, sets: []string{"targets.server.secret_headers.2=X"}, wantErr: `targets.server.secret_headers is a list of 1; "2" is not an index in it`},
 		{name: "empty key", sets: []string{"targets..cache=x"}, wantErr: `has an empty key`},
 		{name: "profiles are already applied", sets: []string{"profiles.ci.vars.mode=direct"}, wantErr: `profiles is resolved before --set applies`},
+		{name: "replace_gates is already applied", sets: []string{"replace_gates=true"}, wantErr: `replace_gates is resolved before --set applies`},
 		{name: "wrong type", sets: []string{"targets.route.activation_bytes=[1]"}, wantErr: `--set targets.route.activation_bytes=[1]: targets.route.activation_bytes: expected a size`},
 		{name: "a new value is type-checked", file: served, sets: []string{"targets.server.headers.X=[1]"}, wantErr: `--set targets.server.headers.X=[1]: targets.server.headers`},
 		{name: "no equals", sets: []string{"targets.route.cache"}, wantErr: "expected PATH=VALUE"},
@@ -492,5 +493,34 @@ phases:
 	}
 	if !strings.Contains(out, "plain-visible") {
 		t.Errorf("a plain header was hidden:\n%s", out)
+	}
+}
+
+// A base_url from --set or --var points a simulator scenario at a server,
+// as examples/load-sweep.yaml says to: its sim block is dropped with a
+// warning. The same pair written in the file is an error.
+func TestSetBaseURLDropsTheSimBlock(t *testing.T) {
+	src := []byte("vars: {url: embedded}\ntargets:\n  s:\n    kind: openai\n    base_url: ${vars.url}\n    sim: {decode_step: 1ms}\nphases:\n  decode: {prompt: {text: hi}}\n")
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string // the warning; "" when none
+	}{
+		{name: "--set base_url", opts: Options{Sets: []string{"targets.s.base_url=http://h:1"}},
+			want: "s.yaml:6:5: targets.s.sim is ignored: base_url (--set targets.s.base_url=http://h:1) names a server"},
+		{name: "--var feeding base_url", opts: Options{Vars: []string{"url=http://h:2"}},
+			want: "s.yaml:6:5: targets.s.sim is ignored: base_url (--var url=http://h:2) names a server"},
+		{name: "the simulator, as written", opts: Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.LookupEnv = noEnv
+			sc, err := Parse("s.yaml", src, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(sc.Warnings, "\n"); got != tc.want {
+				t.Errorf("warnings %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -44,11 +44,14 @@ type document struct {
 	Schema string `yaml:"$schema"`
 	// Include and Profiles are resolved before decoding; declared so the
 	// keys are known (and so a profile may not smuggle them back in).
-	Include     any            `yaml:"include"`
-	Profiles    any            `yaml:"profiles"`
-	Name        string         `yaml:"name"`
-	Description string         `yaml:"description"`
-	Vars        map[string]any `yaml:"vars"`
+	Include  any `yaml:"include"`
+	Profiles any `yaml:"profiles"`
+	// ReplaceGates is read with include and profiles: true makes this
+	// file's gates replace the included ones instead of adding to them.
+	ReplaceGates any            `yaml:"replace_gates"`
+	Name         string         `yaml:"name"`
+	Description  string         `yaml:"description"`
+	Vars         map[string]any `yaml:"vars"`
 	// Matrix is read from the node tree before expansion; declared here so the key is known.
 	Matrix  any           `yaml:"matrix"`
 	Targets []*Target     `yaml:"targets,keyed"`
@@ -553,9 +556,17 @@ type Scenario struct {
 	Name        string
 	Description string
 	File        string
-	// SHA256 is the hash of the effective scenario (after includes, profile,
-	// vars and --set) without its gates and descriptions: what is measured.
+	// SHA256 is the hash of the scenario's identity: the effective scenario
+	// (after includes, profile, vars and --set) without its gates,
+	// descriptions, vars block and target addresses: what is measured.
 	SHA256 string
+	// Identity is the hash of each field of the identity document, by
+	// path (phases.decode.max_tokens), so two identities that differ can
+	// say where.
+	Identity map[string]string
+	// Warnings are what the loader changed or will not do as written, each
+	// with its position (a sim block dropped for a --set base_url).
+	Warnings []string
 	// Effective is the effective scenario as YAML, before matrix expansion.
 	Effective []byte
 	Vars      map[string]any

@@ -20,7 +20,7 @@ import (
 //   - a new entry built field by field when its schema requires more than
 //     the one field given (targets.rout.cache where route was meant): a
 //     typo is likelier than a new target, and the whole entry can be set;
-//   - include and profiles, which are resolved before --set applies.
+//   - include, replace_gates and profiles, which are resolved before --set applies.
 //
 // targets.embedded.X on a scenario without targets addresses the implicit
 // embedded target, which is then written out.
@@ -44,6 +44,7 @@ func applySet(d *decoder, sch *setSchema, root *yaml.Node, idx int, flag string)
 		fail("value is not valid YAML: %v", err)
 		return
 	}
+	resolveTree(&val)
 	newNode := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
 	if len(val.Content) > 0 {
 		newNode = val.Content[0]
@@ -58,7 +59,7 @@ func applySet(d *decoder, sch *setSchema, root *yaml.Node, idx int, flag string)
 		}
 	}
 	switch segs[0] {
-	case "include", "profiles":
+	case "include", "replace_gates", "profiles":
 		fail("%s is resolved before --set applies; set the values it would change instead", segs[0])
 		return
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/annotations"
-	"github.com/tollgate-dev/tollgate/report/compare"
 	"github.com/tollgate-dev/tollgate/report/markdown"
 	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -49,6 +48,7 @@ Usage:
   tollgate serve [--addr HOST:PORT]   run the embedded OpenAI-compatible simulator alone
   tollgate compare OLD.json NEW.json  compare two reports metric by metric, with noise
   tollgate report REPORT.json --html PATH   render a saved report (with --baseline OLD.json)
+  tollgate judge SCENARIO REPORT.json judge a saved report again with the scenario's gates
   tollgate version                    print the version
   tollgate help [COMMAND]             show help
 
@@ -84,6 +84,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdCompare(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "judge":
+		return cmdJudge(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "tollgate %s\n", toolVersion())
 		return ExitPass
@@ -110,6 +112,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 				fs, _ := reportFlags(stderr)
 				fmt.Fprintf(stdout, "%s%s", reportUsage, fs.FlagUsages())
 				return ExitPass
+			case "judge":
+				fs, _ := judgeFlags(stderr)
+				fmt.Fprintf(stdout, "%s%s", judgeUsage, fs.FlagUsages())
+				return ExitPass
 			default:
 				fmt.Fprintf(stderr, "tollgate help: unknown command %q\n\n%s", args[1], usage)
 				return ExitInvalid
@@ -125,7 +131,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 const runOutputsHelp = `Outputs:
   Each output path is checked before anything is sent: one that cannot be
   written, that is empty (--json-out=), that names the scenario file or the
-  baseline, or that two outputs share, exits 2. "-" writes --json-out,
+  baseline, or that two outputs share, exits 2. Missing parent
+  directories are made (out/ in a fresh checkout). "-" writes --json-out,
   --junit, --markdown or --csv to standard output (one of them at most);
   the text summary, the "wrote" lines and GitHub annotations then go to
   standard error. An output that cannot be written is named on stderr and
@@ -133,16 +140,22 @@ const runOutputsHelp = `Outputs:
 `
 
 type runOptions struct {
-	out         *outputs
-	noGate      bool
-	sets        []string
-	vars        []string
-	profile     string
-	quiet       bool
-	samplesOut  string
-	baseline    string
-	baselineAny bool
+	out             *outputs
+	noGate          bool
+	sets            []string
+	vars            []string
+	profile         string
+	quiet           bool
+	samplesOut      string
+	baseline        string
+	baselineAny     bool
+	requireBaseline bool
+	repeatRuns      int
 }
+
+// maxRepeatRuns bounds --repeat-runs: every repetition is kept in memory
+// until the last one is summarised.
+const maxRepeatRuns = 100
 
 func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	o := &runOptions{}
@@ -152,12 +165,12 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	fs.BoolVar(&o.noGate, "no-gate", false, "measure and report without judging the gates")
 	fs.StringArrayVar(&o.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set targets.route.activation_bytes=8192")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout and no progress; errors still go to stderr")
-	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines, written out at least every second and on every signal (load phases keep none in memory)")
+	fs.StringVar(&o.samplesOut, "samples-out", "", "stream every live request sample to `PATH` as JSON lines, written out at least every second and on every signal (with report.samples: false the run keeps none in memory)")
 	o.out.extra["--samples-out"] = &o.samplesOut
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
-	fs.StringVar(&o.baseline, "baseline", "", "an earlier report `OLD.json`, available to gates as baseline (same shape as the report)")
-	fs.BoolVar(&o.baselineAny, "baseline-any", false, "accept a baseline from another scenario, model or host")
+	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline)
+	fs.IntVar(&o.repeatRuns, "repeat-runs", 1, "run the whole scenario `N` times; the report keeps the last run and, under repetitions, every figure's mean, median and cv across the N (gates may read repetitions.runs.….median)")
 	return fs, o
 }
 
@@ -174,6 +187,7 @@ func validateFlags(stderr io.Writer) (*pflag.FlagSet, *validateOptions) {
 	fs.StringArrayVar(&o.load.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable)")
 	fs.StringVar(&o.load.profile, "profile", "", "apply the scenario's profile `NAME`")
 	fs.BoolVar(&o.print, "print", false, "print the effective scenario (includes, profile, vars and --set applied; secrets redacted)")
+	fs.IntVar(&o.load.repeatRuns, "repeat-runs", 1, "check the gates as for run --repeat-runs `N` (they may read repetitions)")
 	return fs, o
 }
 
@@ -181,6 +195,9 @@ func validateFlags(stderr io.Writer) (*pflag.FlagSet, *validateOptions) {
 type loadOptions struct {
 	sets, vars []string
 	profile    string
+	// repeatRuns > 1 gives the gates' shape a repetitions tree, as a run
+	// with --repeat-runs writes.
+	repeatRuns int
 }
 
 // prepared is a scenario that loaded and whose gates compiled.
@@ -190,8 +207,10 @@ type prepared struct {
 }
 
 // prepare loads a scenario and compiles its gates against the report shape
-// (and the baseline's, when there is one). Every problem is printed with
-// its position; ok is false if there were any.
+// and, for baseline, the baseline's (the report's own shape when there is
+// none: gates that read it are checked all the same, and skipped when
+// judged). Every problem is printed with its position; ok is false if
+// there were any.
 func prepare(path string, lo loadOptions, compileGates bool, baseline map[string]any, stderr io.Writer) (*prepared, bool) {
 	sc, err := scenarios.Load(path, scenarios.Options{Sets: lo.sets, Vars: lo.vars, Profile: lo.profile, LookupEnv: os.LookupEnv})
 	if err != nil {
@@ -219,45 +238,35 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return nil, false
 	}
+	if lo.repeatRuns > 1 {
+		// The repetitions tree has the keys of runs: two copies of the
+		// shape give it.
+		if shape.Repetitions, err = report.Repeat([]*report.Report{shape, shape}); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			return nil, false
+		}
+	}
 	env, err := gates.Env(shape, sc.Vars)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return nil, false
 	}
-	if baseline != nil {
-		env["baseline"] = baseline
+	if baseline == nil {
+		if baseline, err = gates.BaselineEnv(shape); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			return nil, false
+		}
 	}
+	env["baseline"] = baseline
 	set, problems := gates.Compile(gateSpecs(sc), env)
 	if len(problems) > 0 {
 		for _, pr := range problems {
-			msg := pr.Error()
-			if baseline == nil && errors.Is(pr, gates.ErrNoBaseline) {
-				msg += "\n(gates read baseline only when run with --baseline OLD.json)"
-			}
-			fmt.Fprintln(stderr, msg)
+			fmt.Fprintln(stderr, pr.Error())
 		}
 		return nil, false
 	}
 	p.gates = set
 	return p, true
-}
-
-// loadBaseline reads a baseline report and checks, before anything is
-// sent, that it comes from the same scenario and host hardware.
-func loadBaseline(path string, sc *scenarios.Scenario, allowAny bool) (*report.Report, map[string]any, error) {
-	base, err := report.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--baseline: %w (give a report written by tollgate run --json-out)", err)
-	}
-	if err := compare.Comparable(base, engine.New(sc, engine.Options{}), allowAny); err != nil {
-		return nil, nil, fmt.Errorf("--baseline %s: %w", path, err)
-	}
-	env, err := gates.Env(base, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	delete(env, "vars")
-	return base, env, nil
 }
 
 func printLoadErrors(w io.Writer, err error) {
@@ -301,27 +310,35 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return ExitInvalid
 	}
 	path := fs.Arg(0)
-	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile}
-	var base *report.Report
-	var baseEnv map[string]any
-	if o.baseline != "" {
-		// The scenario is loaded once without gates to learn its identity.
-		pre, ok := prepare(path, lo, false, nil, stderr)
-		if !ok {
-			return ExitInvalid
-		}
-		var err error
-		if base, baseEnv, err = loadBaseline(o.baseline, pre.sc, o.baselineAny); err != nil {
-			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-			return ExitInvalid
-		}
+	if o.repeatRuns < 1 || o.repeatRuns > maxRepeatRuns {
+		fmt.Fprintf(stderr, "tollgate run: --repeat-runs %d: want 1 to %d\n", o.repeatRuns, maxRepeatRuns)
+		return ExitInvalid
+	}
+	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns}
+	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		return ExitInvalid
 	}
 	p, ok := prepare(path, lo, !o.noGate, baseEnv, stderr)
 	if !ok {
 		return ExitInvalid
 	}
+	if base != nil {
+		// Before anything is sent: the same scenario and host hardware.
+		if err := baselineComparable(base, engine.New(p.sc, engine.Options{}), o.baselineAny); err != nil {
+			fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
+			return ExitInvalid
+		}
+	}
 	if err := o.out.check(fs, map[string]string{"scenario file": path, "baseline": o.baseline}); err != nil {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		return ExitInvalid
+	}
+	if o.out.path("csv") != "" && !p.sc.Samples {
+		// The CSV is the samples; refused now rather than after the run.
+		fmt.Fprintf(stderr, "tollgate run: --csv: %s has report.samples: false, so the report keeps no per-request rows to write; "+
+			"turn samples on, or stream them with --samples-out\n", path)
 		return ExitInvalid
 	}
 	samples, err := openSamples(o.samplesOut)
@@ -353,8 +370,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		pl = newProgressLine(stderr)
 		opts.OnProgress = pl.update
 	}
-	rep := engine.New(p.sc, opts)
-	runErr := engine.Run(ctx, p.sc, rep, opts)
+	rep, runErr := runRepeated(ctx, p.sc, opts, o.repeatRuns, stderr, o.quiet)
 	interrupted := ctx.Err() != nil
 	if pl != nil {
 		pl.finish()
@@ -401,6 +417,42 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// runRepeated runs the scenario n times and returns the last report, with
+// the repetitions summarised when at least two completed. It stops at the
+// first repetition that fails or is interrupted: a broken run is not noise.
+func runRepeated(ctx context.Context, sc *scenarios.Scenario, opts engine.Options, n int, stderr io.Writer, quiet bool) (*report.Report, error) {
+	var done []*report.Report
+	for i := 1; ; i++ {
+		if n > 1 && !quiet {
+			fmt.Fprintf(stderr, "repetition %d of %d\n", i, n)
+		}
+		rep := engine.New(sc, opts)
+		err := engine.Run(ctx, sc, rep, opts)
+		if err == nil && ctx.Err() == nil {
+			done = append(done, rep)
+		}
+		if err != nil || ctx.Err() != nil || i == n {
+			if len(done) >= 2 {
+				r, rerr := report.Repeat(done)
+				if rerr != nil {
+					return rep, errors.Join(err, rerr)
+				}
+				rep.Repetitions = r
+			}
+			if err != nil && n > 1 {
+				err = fmt.Errorf("repetition %d of %d: %w", i, n, err)
+			}
+			return rep, err
+		}
+		// Only the last repetition's samples are written with the report.
+		for _, run := range rep.Runs {
+			for _, ph := range run.Phases {
+				ph.Samples = nil
+			}
+		}
+	}
+}
+
 // judge evaluates the gates over a finished run (unless interrupted or
 // --no-gate) and returns what the verdict policy needs.
 func judge(rep *report.Report, p *prepared, base *report.Report, baseEnv map[string]any, o *runOptions, completed, interrupted bool, stderr io.Writer) gates.Outcome {
@@ -425,7 +477,7 @@ func judge(rep *report.Report, p *prepared, base *report.Report, baseEnv map[str
 	if base != nil {
 		// Models are known only now: a baseline of another model is
 		// refused here, after the run, as a run that cannot be judged.
-		if err := compare.Comparable(base, rep, o.baselineAny); err != nil {
+		if err := baselineComparable(base, rep, o.baselineAny); err != nil {
 			fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
 			verdict.Unjudged = true
 		}

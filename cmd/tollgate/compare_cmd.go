@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,28 +10,43 @@ import (
 
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/markdown"
 )
 
 // compareUsage is the help of tollgate compare.
-const compareUsage = `Usage: tollgate compare OLD.json NEW.json [--fail-on METRIC.STAT:±N%]... [--baseline-any]
+const compareUsage = `Usage: tollgate compare OLD.json NEW.json [--fail-on METRIC.STAT:±N%]... [--fail-on-unknown] [--alpha P] [--markdown PATH] [--baseline-any]
 
-Compares two reports of the same scenario metric by metric: old and new p50,
-p95 and mean with the change in percent, and whether the change is beyond
-run-to-run noise (a seeded bootstrap interval when both reports kept samples;
-exact for seam runs, which are deterministic; unknown otherwise).
+Compares two reports of the same scenario metric by metric, like with like:
+per prompt size, variant and load point (a phase's distribution pooled over
+several of them is never compared). For each, old and new p50, p95 and mean
+with the change in percent, and whether the change is beyond run-to-run noise
+(a seeded bootstrap interval when both reports kept samples, or over whole
+runs when both were run with --repeat-runs 5 or more; exact for seam
+runs, which are deterministic; "cannot tell" otherwise).
 
---fail-on ttft_ms.p50:+10% fails (exit 1) when a ttft_ms p50 rises more than
-10% and, where samples tell, beyond noise; decode_tokens_per_s.p50:-5% when it
-drops more than 5%. METRIC may be any dotted suffix of a metric's path, e.g.
-prefill.256.ttft_ms or runs["a/b"].phases.decode.seam_latency_ms.
+--fail-on ttft_ms.p50:+10% fails (exit 1) when a ttft_ms p50 rose more than
+10% beyond noise: a one-sided bootstrap test of "within +10%", corrected
+(Holm–Bonferroni) across every slice the thresholds select so that an
+unchanged build fails with at most 1% probability (--alpha). decode_tokens_per_s.p50:-5%
+fails when it dropped more than 5%. METRIC may be any dotted suffix of a
+metric's path, e.g. prefill.256.ttft_ms or
+runs["a/b"].phases.decode.seam_latency_ms. A breach that cannot be told from
+noise (fewer than 5 samples per slice, or none kept) is listed, with the
+samples that would tell it, and fails only with --fail-on-unknown.
+
+--markdown PATH writes the same comparison, judged the same way, as Markdown
+for a job summary or pull-request comment (- for stdout instead of the table).
 
 Exit codes: 0 no regression, 1 a --fail-on regression, 2 bad input (unreadable,
-not a report, incomparable reports, bad --fail-on).
+not a report, incomparable reports, bad --fail-on or one naming no metric).
 `
 
 type compareOptions struct {
-	failOn      []string
-	baselineAny bool
+	failOn        []string
+	failOnUnknown bool
+	baselineAny   bool
+	markdown      string
+	alpha         float64
 }
 
 func compareFlags(stderr io.Writer) (*pflag.FlagSet, *compareOptions) {
@@ -38,6 +54,9 @@ func compareFlags(stderr io.Writer) (*pflag.FlagSet, *compareOptions) {
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringArrayVar(&o.failOn, "fail-on", nil, "fail (exit 1) when `METRIC.STAT:±N%` is breached beyond noise, e.g. ttft_ms.p50:+10% (repeatable)")
+	fs.BoolVar(&o.failOnUnknown, "fail-on-unknown", false, "also fail on a --fail-on breach whose noise cannot be told (too few samples, or none)")
+	fs.StringVar(&o.markdown, "markdown", "", "also write the comparison as Markdown to `PATH` (- for stdout instead of the table)")
+	fs.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "family-wise error rate of the --fail-on tests: the most often an unchanged build may fail, in (0, 0.5]")
 	fs.BoolVar(&o.baselineAny, "baseline-any", false, "compare reports of different scenarios, models or hosts")
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s\nFlags:\n%s", compareUsage, fs.FlagUsages()) }
 	return fs, o
@@ -57,7 +76,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate compare: expected OLD.json and NEW.json, got %d arguments\n", fs.NArg())
 		return ExitInvalid
 	}
-	opts := compare.Options{AllowAny: o.baselineAny}
+	if !(o.alpha > 0 && o.alpha <= 0.5) {
+		fmt.Fprintf(stderr, "tollgate compare: --alpha %v: want a probability in (0, 0.5], e.g. 0.01\n", o.alpha)
+		return ExitInvalid
+	}
+	opts := compare.Options{AllowAny: o.baselineAny, FailOnUnknown: o.failOnUnknown, Alpha: o.alpha}
 	bad := false
 	for _, s := range o.failOn {
 		t, err := compare.ParseThreshold(s)
@@ -69,6 +92,21 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		opts.FailOn = append(opts.FailOn, t)
 	}
 	if bad {
+		return ExitInvalid
+	}
+	if o.markdown != "" && o.markdown != stdoutPath {
+		for _, in := range []string{fs.Arg(0), fs.Arg(1)} {
+			if samePath(o.markdown, in) {
+				fmt.Fprintf(stderr, "tollgate compare: --markdown %s: %v: it is an input report and would be overwritten\n", o.markdown, errOutputs)
+				return ExitInvalid
+			}
+		}
+		if err := report.CheckWritable(o.markdown); err != nil {
+			fmt.Fprintf(stderr, "tollgate compare: --markdown: %v\n", err)
+			return ExitInvalid
+		}
+	} else if o.markdown == "" && fs.Changed("markdown") {
+		fmt.Fprintf(stderr, "tollgate compare: --markdown: %v: an empty path (give a file, or - for stdout)\n", errOutputs)
 		return ExitInvalid
 	}
 	oldR, err := report.ReadFile(fs.Arg(0))
@@ -86,7 +124,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate compare: %s vs %s: %v\n", fs.Arg(0), fs.Arg(1), err)
 		return ExitInvalid
 	}
-	if err := compare.Table(stdout, res); err != nil {
+	if err := writeComparison(res, o.markdown, stdout); err != nil {
 		fmt.Fprintf(stderr, "tollgate compare: %v\n", err)
 		return ExitNotJudged
 	}
@@ -95,4 +133,26 @@ func cmdCompare(args []string, stdout, stderr io.Writer) int {
 		return ExitGateFailed
 	}
 	return ExitPass
+}
+
+// writeComparison writes the text table to stdout and, when asked, the
+// Markdown to its file (atomically) or, for -, to stdout in its place.
+func writeComparison(res *compare.Result, md string, stdout io.Writer) error {
+	if md == stdoutPath {
+		return markdown.WriteComparison(stdout, res)
+	}
+	if err := compare.Table(stdout, res); err != nil {
+		return err
+	}
+	if md == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := markdown.WriteComparison(&b, res); err != nil {
+		return err
+	}
+	if err := report.WriteFile(md, b.Bytes()); err != nil {
+		return fmt.Errorf("--markdown: %w", err)
+	}
+	return nil
 }

@@ -46,10 +46,13 @@ func TestCompareExitCodes(t *testing.T) {
 		{name: "within the limit", args: []string{oldPath, slowerPath, "--baseline-any", "--fail-on", "decode.seam_latency_ms.p50:+20%"}, code: ExitPass},
 		{name: "edited scenario refused", args: []string{oldPath, slowerPath}, code: ExitInvalid, stderr: "pass --baseline-any"},
 		{name: "bad fail-on", args: []string{oldPath, newPath, "--fail-on", "ttft_ms.p50:10%"}, code: ExitInvalid, stderr: "needs a sign"},
-		{name: "fail-on matching nothing", args: []string{oldPath, newPath, "--fail-on", "ttft_ms.p50:+10%"}, code: ExitInvalid, stderr: "no metric with a p50"},
+		{name: "fail-on matching nothing", args: []string{oldPath, newPath, "--fail-on", "ttft_ms.p50:+10%"}, code: ExitInvalid, stderr: `no metric is named "ttft_ms"`},
+		{name: "fail-on misspelt", args: []string{oldPath, newPath, "--fail-on", "seam_latncy_ms.p50:+10%"}, code: ExitInvalid, stderr: `(did you mean "seam_latency_ms"?)`},
 		{name: "unreadable", args: []string{filepath.Join(dir, "missing.json"), newPath}, code: ExitInvalid, stderr: "reading report"},
 		{name: "not a report", args: []string{oldPath, notReport}, code: ExitInvalid, stderr: "not a tollgate report"},
 		{name: "one argument", args: []string{oldPath}, code: ExitInvalid, stderr: "expected OLD.json and NEW.json"},
+		{name: "alpha out of range", args: []string{oldPath, newPath, "--alpha", "0"}, code: ExitInvalid, stderr: "--alpha 0: want a probability in (0, 0.5]"},
+		{name: "alpha above one half", args: []string{oldPath, newPath, "--alpha", "0.9"}, code: ExitInvalid, stderr: "--alpha 0.9"},
 		{name: "unknown flag", args: []string{oldPath, newPath, "--nope"}, code: ExitInvalid, stderr: "unknown flag"},
 		{name: "help", args: []string{"--help"}, code: ExitPass, stderr: "Usage: tollgate compare"},
 	} {
@@ -66,5 +69,77 @@ func TestCompareExitCodes(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errb.String())
 			}
 		})
+	}
+}
+
+// slowerSim makes bench/compare-noise's embedded simulator 1.5× slower.
+var slowerSim = []string{"--set", "targets.embedded.sim.ttft_base=7.5ms", "--set", "targets.embedded.sim.prefill_tokens_per_s=33333.333",
+	"--set", "targets.embedded.sim.decode_step=15ms", "--set", "targets.embedded.sim.decode_step_per_seq=75us"}
+
+// Two repetitions per slice, as the examples have, cannot tell a 1.5×
+// slower simulator from noise: listed as such, with the samples that would
+// tell, and failed on only with --fail-on-unknown.
+func TestCompareCannotTell(t *testing.T) {
+	dir := t.TempDir()
+	oldPath, slowPath := filepath.Join(dir, "old.json"), filepath.Join(dir, "slow.json")
+	const scenario = "bench/compare-noise/scenario.yaml"
+	for _, run := range [][]string{
+		{"run", scenario, "-q", "--no-gate", "--var", "repetitions=2", "--json-out", oldPath},
+		append([]string{"run", scenario, "-q", "--no-gate", "--var", "repetitions=2", "--json-out", slowPath}, slowerSim...),
+	} {
+		if r := tollgate(t, run...); r.code != ExitPass {
+			t.Fatalf("%v: exit %d: %s", run, r.code, r.stderr)
+		}
+	}
+	malformed := filepath.Join(dir, "malformed.json")
+	if err := os.WriteFile(malformed, []byte(`{"schema_version": 1, "runs": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(dir, "compare.md")
+	recipe := []string{"compare", oldPath, slowPath, "--baseline-any", "--fail-on", "ttft_ms.p50:+10%"}
+	for _, tc := range []struct {
+		name           string
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{name: "cannot tell: not failed", args: recipe, code: ExitPass,
+			stdout: "), not failed; --fail-on-unknown would fail them"},
+		{name: "says how many samples would tell", args: recipe, code: ExitPass,
+			stdout: "at least 5 per slice in each report (repeat: 5)"},
+		{name: "pooled phases are not compared", args: recipe, code: ExitPass,
+			stdout: "compared per slice only (phase-level distributions pool different workloads): embedded/prefill (3 workloads)"},
+		{name: "--fail-on-unknown fails", args: append(recipe, "--fail-on-unknown"), code: ExitGateFailed,
+			stdout: "), failed: --fail-on-unknown", stderr: "regression(s) beyond --fail-on"},
+		{name: "--markdown", args: append(recipe, "--markdown", md), code: ExitPass, stdout: "? runs.embedded.phases.prefill.by_prompt_tokens[256].ttft_ms"},
+		{name: "misspelt metric: did you mean", args: []string{"compare", oldPath, slowPath, "--baseline-any", "--fail-on", "ttft_msx.p50:+10%"}, code: ExitInvalid,
+			stderr: `no metric is named "ttft_msx" (did you mean "ttft_ms"?)`},
+		{name: "misspelt phase: did you mean", args: []string{"compare", oldPath, slowPath, "--baseline-any", "--fail-on", "prefil.ttft_ms.p50:+10%"}, code: ExitInvalid,
+			stderr: `no run, phase or slice is named "prefil" (did you mean "prefill"?)`},
+		{name: "malformed baseline names the file", args: []string{"compare", malformed, slowPath}, code: ExitInvalid, stderr: malformed},
+		{name: "malformed new report names the file", args: []string{"compare", oldPath, malformed}, code: ExitInvalid, stderr: malformed},
+		{name: "--markdown - replaces the table", args: append(recipe, "--markdown", "-"), code: ExitPass,
+			stdout: "## tollgate compare: compare-noise — no regression"},
+		{name: "--markdown over an input refused", args: append(recipe, "--markdown", oldPath), code: ExitInvalid, stderr: "would be overwritten"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tollgate(t, tc.args...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, tc.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tc.stdout, r.stdout)
+			}
+			if !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, r.stderr)
+			}
+		})
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "| embedded | prefill 256 | ttft_ms |") || !strings.Contains(string(b), "cannot tell") {
+		t.Errorf("Markdown lacks the per-slice cannot-tell row:\n%s", b)
 	}
 }

@@ -3,116 +3,315 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// docCommand is one tollgate command from a shell block of the README or
-// docs/, with continuation lines joined.
-type docCommand struct {
-	file, line string
+// docBlock is one fenced block of the README or docs/: where it is, its
+// language, its text, and why it is not run when the doc says so with an
+// HTML comment on the line before it (<!-- not run: REASON -->).
+type docBlock struct {
+	file   string
+	line   int
+	lang   string
+	text   string
+	notRun string
 }
 
-var shellBlock = regexp.MustCompile("(?s)```(?:sh|bash)\n(.*?)```")
+func (b docBlock) String() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
 
-// docCommands finds every tollgate command the docs tell a user to type.
-func docCommands(t *testing.T) []docCommand {
+var (
+	fence      = regexp.MustCompile("(?ms)^```([a-z]*)\n(.*?)^```")
+	notRunMark = regexp.MustCompile(`<!-- not run: (.+?) -->\s*$`)
+)
+
+// docBlocks are the fenced blocks of the README and every docs/ page.
+func docBlocks(t *testing.T) []docBlock {
 	t.Helper()
 	files, _ := filepath.Glob("../../docs/*.md")
 	files = append([]string{"../../README.md"}, files...)
-	var out []docCommand
+	var out []docBlock
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range shellBlock.FindAllStringSubmatch(string(data), -1) {
-			var joined []string
-			cur := ""
-			for _, l := range strings.Split(m[1], "\n") {
-				if strings.HasSuffix(l, "\\") {
-					cur += strings.TrimSuffix(l, "\\")
-					continue
-				}
-				joined = append(joined, cur+l)
-				cur = ""
+		doc := string(data)
+		for _, m := range fence.FindAllStringSubmatchIndex(doc, -1) {
+			before := strings.TrimRight(doc[:m[0]], "\n")
+			prev := before[strings.LastIndex(before, "\n")+1:]
+			b := docBlock{file: filepath.Base(f), line: strings.Count(doc[:m[0]], "\n") + 1,
+				lang: doc[m[2]:m[3]], text: doc[m[4]:m[5]]}
+			if n := notRunMark.FindStringSubmatch(prev); n != nil {
+				b.notRun = n[1]
+			} else if prev == "<!-- test-command -->" {
+				// The suite itself (CI runs it through .ci/run): running it
+				// from inside it would recurse.
+				b.notRun = "the test suite itself"
 			}
-			for _, l := range joined {
-				l = strings.TrimSpace(l)
-				if strings.HasPrefix(l, "go run ./cmd/tollgate ") || strings.HasPrefix(l, "tollgate ") {
-					out = append(out, docCommand{file: filepath.Base(f), line: l})
-				}
-			}
+			out = append(out, b)
 		}
 	}
 	return out
 }
 
-// TestDocsCommandsRun runs every tollgate command of the README and docs/,
-// as written, in a scratch copy of the places they name: a user who
-// follows the docs word for word gets exit 0.
-func TestDocsCommandsRun(t *testing.T) {
-	cmds := docCommands(t)
-	if len(cmds) < 5 {
-		t.Fatalf("found only %d commands in the docs", len(cmds))
-	}
-	work := t.TempDir()
-	// What the commands refer to: the examples, a team's perf/ copy of the
-	// serving harness (docs/ci.md), an out/ folder.
-	if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS("../../examples")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.CopyFS(filepath.Join(work, "schema"), os.DirFS("../../schema")); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"perf", "out"} {
-		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
-			t.Fatal(err)
+// shellLangs are the fence languages run as shell scripts.
+var shellLangs = map[string]string{"sh": "sh", "bash": "bash", "console": "bash"}
+
+// maxNotRun is how many blocks (and CI jobs) the docs may leave unrun: a
+// recipe nobody runs rots, so exemptions stay few and each names its
+// reason.
+const maxNotRun = 4
+
+// TestDocsBlocksRun runs every shell block of the README and docs/ as a
+// script, and every workflow of docs/ci.md through a small stand-in of its
+// CI runner (ciconfig_test.go), each in a scratch copy of what a user has:
+// the repository's examples/ and schema/, a perf/ folder of scenarios, a
+// tollgate/ submodule, and no out/ folder. A user who follows the docs word
+// for word gets exit 0.
+func TestDocsBlocksRun(t *testing.T) {
+	blocks := docBlocks(t)
+	var shell, workflows, notRun []docBlock
+	for _, b := range blocks {
+		switch {
+		case b.notRun != "":
+			notRun = append(notRun, b)
+		case shellLangs[b.lang] != "":
+			shell = append(shell, b)
+		case b.lang == "yaml" && ciKind(b.text) != "":
+			workflows = append(workflows, b)
+		case b.lang == "yaml" && ciFragment.MatchString(b.text):
+			t.Errorf("%s: a piece of a CI file, which no test runs: show the whole file, starting with a comment naming it (# .github/workflows/NAME.yml or # .gitlab-ci.yml)", b)
+		case b.file == "ci.md" && b.lang == "yaml" && strings.HasPrefix(b.text, "profiles:") && !inExamples(t, b.text):
+			t.Errorf("%s: profiles that no example has word for word:\n%s", b, b.text)
 		}
 	}
-	serving, err := os.ReadFile("../../examples/serving.yaml")
-	if err != nil {
-		t.Fatal(err)
+	if len(shell) < 5 || len(workflows) < 3 {
+		t.Fatalf("found only %d shell blocks and %d workflows in the docs", len(shell), len(workflows))
 	}
-	if err := os.WriteFile(filepath.Join(work, "perf", "serving.yaml"), serving, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// tollgate on PATH is the built binary (the speed-judging examples run
-	// without the race detector, as elsewhere in these tests).
-	binDir := filepath.Join(work, ".bin")
+	sh := newRepoCopy(t)
+	// tollgate on PATH for the shell blocks is the built binary (the speed-
+	// judging examples run without the race detector, as elsewhere in these
+	// tests). The workflows get no such help: their own build step puts
+	// tollgate on PATH.
+	binDir := filepath.Join(t.TempDir(), "bin")
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(perfBin, filepath.Join(binDir, "tollgate")); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	for _, c := range cmds {
-		t.Run(c.file+": "+c.line, func(t *testing.T) {
-			line := strings.Replace(c.line, "go run ./cmd/tollgate ", "tollgate ", 1)
-			if strings.Contains(line, "127.0.0.1:8000") {
-				stop := serveAt(t, env, work, "127.0.0.1:8000", modelIn(line))
+	env := append(docEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, b := range shell {
+		t.Run(b.String(), func(t *testing.T) {
+			if strings.Contains(b.text, "127.0.0.1:8000") {
+				stop := serveAt(t, env, sh, "127.0.0.1:8000", modelIn(b.text))
 				defer stop()
 			}
-			if strings.Contains(line, " main.json ") {
+			if strings.Contains(b.text, " main.json ") {
 				// A baseline from main: the same scenario run before.
-				copyFile(t, filepath.Join(work, "out", "serving.json"), filepath.Join(work, "main.json"))
+				copyFile(t, filepath.Join(sh, "out", "serving.json"), filepath.Join(sh, "main.json"))
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "sh", "-c", line)
-			cmd.Dir, cmd.Env = work, env
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", line, err, out)
+			script := b.text
+			if b.lang == "console" {
+				script = consoleCommands(script)
 			}
+			runScript(t, sh, env, []string{shellLangs[b.lang], "-c"}, script)
 		})
+	}
+	var jobsNotRun []string
+	for _, b := range workflows {
+		t.Run(b.String(), func(t *testing.T) { jobsNotRun = append(jobsNotRun, runWorkflow(t, b)...) })
+	}
+	for _, b := range notRun {
+		t.Run(b.String()+" (validated)", func(t *testing.T) { validateCommands(t, b) })
+	}
+	t.Logf("ran %d shell blocks and %d workflows; not run: %d blocks %v and %d jobs %v (their tollgate commands validated)",
+		len(shell), len(workflows), len(notRun), notRun, len(jobsNotRun), jobsNotRun)
+	if n := len(notRun) + len(jobsNotRun); n > maxNotRun {
+		t.Errorf("%d blocks and jobs are not run, at most %d may be: %v %v", n, maxNotRun, notRun, jobsNotRun)
+	}
+}
+
+// docEnv is this environment without what would reach past the scratch
+// copy or change what a doc's command does: a CI's own GITHUB_ and CI_
+// variables (a summary file, annotations), the examples' TOLLGATE_ knobs,
+// a real API key.
+func docEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GITHUB_") || strings.HasPrefix(k, "CI_") || strings.HasPrefix(k, "GITLAB_") ||
+			strings.HasPrefix(k, "TOLLGATE_") && k != "TOLLGATE_TEST_COVERDIR" || k == "CI" || k == "OPENAI_API_KEY" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// ciFragment is a YAML block that looks like part of a CI file.
+var ciFragment = regexp.MustCompile(`(?m)^\s*(- )?(runs-on|steps|run|uses|script|before_script|stage):`)
+
+// inExamples reports whether text is word for word in an example.
+func inExamples(t *testing.T, text string) bool {
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), text) {
+			return true
+		}
+	}
+	return false
+}
+
+// consoleCommands keeps the commands of a console block ("$ " lines).
+func consoleCommands(s string) string {
+	var cmds []string
+	for l := range strings.Lines(s) {
+		if c, ok := strings.CutPrefix(l, "$ "); ok {
+			cmds = append(cmds, c)
+		}
+	}
+	return strings.Join(cmds, "")
+}
+
+// newRepoCopy is a scratch copy of what a user's repository has for the
+// recipes: tollgate's examples/ and schema/ (the README's commands run in a
+// checkout of tollgate), the examples again as perf/ (docs/ci.md keeps a
+// team's scenarios there), and an empty tollgate/, the submodule the
+// recipes build tollgate from (see buildLine). No out/: tollgate makes it.
+func newRepoCopy(t *testing.T) string {
+	t.Helper()
+	work := t.TempDir()
+	for to, from := range map[string]string{"examples": "../../examples", "schema": "../../schema", "perf": "../../examples"} {
+		if err := os.CopyFS(filepath.Join(work, to), os.DirFS(from)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(work, "tollgate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return work
+}
+
+// buildLine is how the docs build tollgate from a checkout of its source.
+// The tests do not compile it again for each recipe: the scripts get the
+// binary TestMain built from this same package (./cmd/tollgate is the
+// package under test), linked where the line would write it. The line
+// itself is checked once, for real, in this module with go build -n (which
+// resolves the flags and the package and prints the plan without running
+// it), so a typo in it still fails.
+const buildLine = "go build -o bin/tollgate ./cmd/tollgate"
+
+var (
+	buildChecked  sync.Once
+	buildCheckErr error
+	goRunLine     = regexp.MustCompile(`\bgo run \./cmd/tollgate\b`)
+	otherGo       = regexp.MustCompile(`\bgo (build|install|run|get)\b`)
+	// tollgateCommand is a tollgate command in a script, which must reach
+	// the logging function below.
+	tollgateCommand = regexp.MustCompile(`(^|\s)tollgate (run|validate|compare|schema|serve|report|version|help)\b`)
+)
+
+// runScript runs a doc's script in dir with argv (e.g. sh -c) and fails
+// the test unless it and every tollgate command in it exit 0. A tollgate
+// compare that exits 1 is taken as a verdict: it judged a regression
+// between two wall-clock runs of the simulator on a shared machine, which
+// is the recipe working, not failing; it is logged. Anything else it exits
+// (2: a recipe that is wrong) fails.
+func runScript(t *testing.T, dir string, env, argv []string, script string) string {
+	t.Helper()
+	buildChecked.Do(func() {
+		cmd := exec.Command("go", append([]string{"build", "-n"}, strings.Fields(buildLine)[2:]...)...)
+		cmd.Dir = "../.."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildCheckErr = fmt.Errorf("%s (dry run): %w\n%s", buildLine, err, out)
+		}
+	})
+	if strings.Contains(script, buildLine) && buildCheckErr != nil {
+		t.Fatal(buildCheckErr)
+	}
+	script = strings.ReplaceAll(script, buildLine, `mkdir -p bin && ln -sf "$TOLLGATE_TEST_BIN" bin/tollgate`)
+	script = goRunLine.ReplaceAllString(script, "tollgate")
+	if m := otherGo.FindString(script); m != "" {
+		t.Fatalf("%q in a doc's script: only %q and go run ./cmd/tollgate are known to the test\n%s", m, buildLine, script)
+	}
+	log := filepath.Join(t.TempDir(), "tollgate.log")
+	// Every tollgate command is logged with its exit code, so that one that
+	// fails in the middle of a block (the docs do not use set -e) is seen.
+	prelude := `tollgate() {
+  rc=0; command tollgate "$@" || rc=$?
+  echo "$rc tollgate $*" >> "$TOLLGATE_TEST_LOG"
+  if [ "$1" = compare ] && [ "$rc" = 1 ]; then return 0; fi
+  return "$rc"
+}
+`
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], prelude+script)...)
+	cmd.Dir = dir
+	cmd.Env = append(env, "TOLLGATE_TEST_BIN="+perfBin, "TOLLGATE_TEST_LOG="+log)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n--- script:\n%s\n--- output:\n%s", err, script, out)
+	}
+	ran, _ := os.ReadFile(log)
+	for l := range strings.Lines(string(ran)) {
+		code, what, _ := strings.Cut(strings.TrimSpace(l), " ")
+		switch {
+		case code == "0":
+		case code == "1" && strings.HasPrefix(what, "tollgate compare "):
+			t.Logf("%s: exit 1 (a regression judged between two runs; taken as a verdict)", what)
+		default:
+			t.Errorf("%s: exit %s\n--- output:\n%s", what, code, out)
+		}
+	}
+	if ran := string(ran); ran == "" && tollgateCommand.MatchString(script) {
+		t.Errorf("no tollgate command ran\n%s", out)
+	}
+	return string(out)
+}
+
+// validateCommands loads each tollgate run of a block that is not run, as
+// that command would (scenario, --profile, --var, --set), with tollgate
+// validate: a missing profile or an undeclared var is still caught.
+func validateCommands(t *testing.T, b docBlock) {
+	t.Helper()
+	work := newRepoCopy(t)
+	runs := regexp.MustCompile(`tollgate run (\S+)((?:\s+--?[\w-]+(?:[ =][^-\s]\S*)?)*)`).FindAllStringSubmatch(strings.ReplaceAll(b.text, "\\\n", " "), -1)
+	if len(runs) == 0 {
+		t.Logf("no tollgate run in %s", b)
+	}
+	for _, m := range runs {
+		args := []string{"validate", m[1]}
+		f := strings.Fields(m[2])
+		for i := 0; i < len(f); i++ {
+			switch name, _, _ := strings.Cut(f[i], "="); name {
+			case "--profile", "--var", "--set":
+				args = append(args, f[i])
+				if !strings.Contains(f[i], "=") && i+1 < len(f) {
+					args = append(args, f[i+1])
+					i++
+				}
+			}
+		}
+		cmd := exec.Command(perfBin, args...)
+		cmd.Dir = work
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("tollgate %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 }
 

@@ -268,7 +268,13 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestUnwritableOutputFailsBeforeRunning(t *testing.T) {
-	r := tollgate(t, "run", example, "--json-out", filepath.Join(t.TempDir(), "missing", "r.json"))
+	// A missing folder is made (TestOutputParentsCreated); one below a file
+	// cannot be.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := tollgate(t, "run", example, "--json-out", filepath.Join(file, "missing", "r.json"))
 	if r.code != ExitInvalid || !strings.Contains(r.stderr, "--json-out") || r.stdout != "" {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -503,9 +509,13 @@ func TestBaselineGates(t *testing.T) {
 	}{
 		{name: "a changed gate keeps the baseline comparable", args: []string{"--baseline", base, "--set", gate}, code: 0},
 		{name: "slower than the baseline fails", args: []string{"--baseline", base, "--set", gate, "--set", "targets.route.costs.transport_ms={direct: 0.5, relay: 0.8}", "--baseline-any"}, code: ExitGateFailed},
-		{name: "another scenario is refused", args: []string{"--baseline", base, "--set", "targets.route.activation_bytes=8192"}, code: ExitInvalid, stderr: "scenario sha256"},
+		{name: "another scenario is refused, naming the field", args: []string{"--baseline", base, "--set", "targets.route.activation_bytes=8192"}, code: ExitInvalid,
+			stderr: "the baseline measured another scenario; it differs in:\n  targets.route.activation_bytes\npass --baseline-any"},
+		{name: "a phase's field is named", args: []string{"--baseline", base, "--set", "phases.decode.tokens=2", "--set", "phases.prefill={}"}, code: ExitInvalid,
+			stderr: "it differs in:\n  phases.decode.tokens (only in this scenario)\n"},
 		{name: "not a report", args: []string{"--baseline", notReport}, code: ExitInvalid, stderr: "not a tollgate report"},
-		{name: "baseline without the flag", args: []string{"--set", gate}, code: ExitInvalid, stderr: "gates read baseline only when run with --baseline"},
+		{name: "baseline without the flag is skipped", args: []string{"--set", gate}, code: 0},
+		{name: "a baseline required and not given", args: []string{"--set", gate, "--require-baseline"}, code: ExitInvalid, stderr: "--require-baseline: no baseline"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tollgate(t, append([]string{"run", example, "-q"}, tc.args...)...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -145,11 +146,56 @@ func (o *outputs) check(fs *pflag.FlagSet, inputs map[string]string) error {
 			}
 		}
 		seen = append(seen, n)
-		if err := checkPath(n.flag, n.path); err != nil {
-			return err
+	}
+	// Only then is anything made: each path's missing parent directories
+	// (so that --json-out out/r.json works in a fresh CI checkout), and a
+	// probe file in each, removed at once. When one path cannot be
+	// written, the directories made for the others are removed again: a
+	// refused run leaves nothing behind.
+	var made []string
+	for _, n := range seen {
+		dirs, err := makeParents(n.path)
+		made = append(made, dirs...)
+		if err == nil {
+			err = report.CheckWritable(n.path)
+		}
+		if err != nil {
+			for _, d := range slices.Backward(made) {
+				_ = os.Remove(d) // only ever empty: made here, probed and cleaned
+			}
+			return fmt.Errorf("%s: %w: %w", n.flag, errOutputs, err)
 		}
 	}
 	return nil
+}
+
+// makeParents creates the missing parent directories of path (0o755, less
+// the umask) and returns those it created, outermost first.
+func makeParents(path string) ([]string, error) {
+	var missing []string
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			break // not ours to judge: MkdirAll or the probe says what is wrong
+		}
+		missing = append(missing, d)
+		if p := filepath.Dir(d); p == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	var made []string
+	for _, d := range slices.Backward(missing) {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return made, fmt.Errorf("cannot create the directory for %s: %w", path, err)
+		} else if err == nil {
+			made = append(made, d)
+		}
+	}
+	return made, nil
 }
 
 // toStdout reports whether an output was given "-": the text summary then
@@ -174,16 +220,6 @@ func samePath(a, b string) bool {
 	sa, errA := os.Stat(a)
 	sb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
-}
-
-func checkPath(flag, path string) error {
-	if path == "" {
-		return nil
-	}
-	if err := report.CheckWritable(path); err != nil {
-		return fmt.Errorf("%s: %w", flag, err)
-	}
-	return nil
 }
 
 // write renders each requested file and writes it atomically (or to stdout

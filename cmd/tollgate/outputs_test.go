@@ -282,3 +282,91 @@ phases:
 		t.Errorf("status %v", rep["status"])
 	}
 }
+
+// Every output path gets its missing parent directories, as a CI job's
+// fresh checkout has no out/ folder; tollgate report's too.
+func TestOutputParentsCreated(t *testing.T) {
+	dir := t.TempDir()
+	out := func(rel string) string { return filepath.Join(dir, "out", rel) }
+	args := []string{"run", example, "-q",
+		"--json-out", out("r.json"), "--html", out("html/r.html"), "--junit", out("a/b/c/r.junit.xml"),
+		"--markdown", out("r.md"), "--csv", out("csv/r.csv"), "--samples-out", out("samples/s.jsonl")}
+	if r := tollgate(t, args...); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for i := 4; i < len(args); i += 2 {
+		if _, err := os.Stat(args[i]); err != nil {
+			t.Errorf("%s: %v", args[i-1], err)
+		}
+	}
+	st, err := os.Stat(out("a/b"))
+	if err != nil || st.Mode().Perm()&^0o755 != 0 {
+		t.Errorf("a made directory: %v %v, want 0755 or less (umask)", st.Mode(), err)
+	}
+	if r := tollgate(t, "report", out("r.json"), "--html", filepath.Join(dir, "again", "r.html")); r.code != 0 {
+		t.Fatalf("report: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// A parent directory that cannot be made is refused with exit 2 before
+// anything is sent, and the directories made for the other outputs are
+// removed again.
+func TestOutputParentsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// path is the refused output's path under the scratch dir.
+		path   func(dir string) string
+		stderr string
+		root   bool // meaningful when running as root
+	}{
+		{"a parent is a file", func(dir string) string {
+			f := filepath.Join(dir, "file")
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(f, "out", "r.json")
+		}, "not a directory", true},
+		{"a parent is in a read-only directory", func(dir string) string {
+			ro := filepath.Join(dir, "ro")
+			if err := os.Mkdir(ro, 0o555); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
+			return filepath.Join(ro, "out", "r.json")
+		}, "permission denied", false},
+		{"a read-only directory", func(dir string) string {
+			ro := filepath.Join(dir, "ro")
+			if err := os.Mkdir(ro, 0o555); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
+			return filepath.Join(ro, "r.json")
+		}, "permission denied", false},
+		{"a parent's name is too long", func(dir string) string {
+			return filepath.Join(dir, strings.Repeat("d", 300), "r.json")
+		}, "file name too long", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if os.Geteuid() == 0 && !tc.root {
+				t.Skip("root writes into read-only directories")
+			}
+			dir := t.TempDir()
+			bad := tc.path(dir)
+			// The good outputs come first, so their directories are made
+			// before the bad one is found.
+			r := tollgate(t, "run", example,
+				"--json-out", filepath.Join(dir, "made", "deep", "r.json"),
+				"--samples-out", filepath.Join(dir, "made2", "s.jsonl"),
+				"--junit", bad)
+			if r.code != ExitInvalid || !strings.Contains(r.stderr, "--junit: invalid output: ") ||
+				!strings.Contains(r.stderr, tc.stderr) || r.stdout != "" {
+				t.Fatalf("exit %d, want 2 with --junit and %q\nstdout:\n%s\nstderr:\n%s", r.code, tc.stderr, r.stdout, r.stderr)
+			}
+			for _, d := range []string{"made", "made2"} {
+				if _, err := os.Stat(filepath.Join(dir, d)); err == nil {
+					t.Errorf("%s was left behind by a refused run", d)
+				}
+			}
+		})
+	}
+}

@@ -22,7 +22,20 @@ import (
 // startServeBin runs `tollgate serve` and returns its base URL.
 func startServeBin(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return startServeOf(t, bin, args...)
+}
+
+// startServeWith runs `tollgate serve` of the binary b and returns its base
+// URL; it is stopped when the test ends.
+func startServeWith(t *testing.T, b string, args ...string) string {
+	t.Helper()
+	_, url := startServeOf(t, b, args...)
+	return url
+}
+
+func startServeOf(t *testing.T, b string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(b, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,9 @@ type Options struct {
 	// files (RLIMIT_NOFILE) in the check that a load phase's concurrency
 	// fits (tests); 0 from it means unknown.
 	OpenFileLimit func() uint64
+	// MaxLoadSamples bounds the samples a load phase keeps in the report
+	// (0: MaxLoadSamples).
+	MaxLoadSamples int
 }
 
 // ErrPhase marks a phase stopped because its error rate exceeded max_error_rate.

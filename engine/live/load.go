@@ -1,10 +1,12 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +109,12 @@ func FileLimitWarning(run *scenarios.Run, p *scenarios.Phase, lim uint64) string
 // ProcessFileLimit is this process's soft limit on open files; 0 when unknown.
 func ProcessFileLimit() uint64 { return processFileLimit() }
 
+// MaxLoadSamples bounds the request samples a load phase keeps in the
+// report (about 30 MB in memory, more as JSON): a long open loop at
+// 1,000 req/s would otherwise grow without bound. --samples-out streams
+// every one.
+const MaxLoadSamples = 100_000
+
 // loadKind runs a load phase: one point, or one per sweep value, closed
 // loop (concurrency) or open loop (rate); points holds one entry per value.
 type loadKind struct{}
@@ -149,6 +157,27 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	}
 	all := newAggregator()
 	var allMu sync.Mutex
+	// With report.samples on, a load phase keeps its requests like every
+	// other phase (point by point, in index order): the CSV and the HTML
+	// CDFs read them. Aggregates stay bounded either way; a long soak
+	// turns report.samples off and streams --samples-out instead.
+	var kept []report.RequestSample
+	var keptAll, dropped atomic.Int64 // across points; keptAll bounds kept
+	maxKept := int64(r.opts.MaxLoadSamples)
+	if maxKept <= 0 {
+		maxKept = MaxLoadSamples
+	}
+	if r.opts.Samples {
+		defer func() {
+			if ph.ServingMetrics != nil && kept != nil {
+				ph.Samples = kept
+			}
+			if n := dropped.Load(); n > 0 && ph.ServingMetrics != nil {
+				ph.Warnings = append(ph.Warnings, fmt.Sprintf("samples: the report keeps the first %d request samples of a load phase; "+
+					"%d more went only to --samples-out (give it, or report.samples: false, for long runs)", maxKept, n))
+			}
+		}()
+	}
 	next := 0 // global request index across points, so no two requests share a prompt
 	for _, sp := range specs {
 		lp := &report.LoadPoint{Concurrency: sp.concurrency, Rate: sp.rate}
@@ -179,6 +208,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		var held, peakHeld int64
 		base := next
 		done := 0
+		var pointKept []report.RequestSample // under st.mu
 		started := time.Now()
 		tick := r.progressTicker(pctx, func() Progress {
 			st.mu.Lock()
@@ -247,8 +277,18 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 					st.good++
 				}
 			}
-			if r.opts.SampleSink != nil {
-				r.opts.SampleSink(sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000))
+			if r.opts.Samples || r.opts.SampleSink != nil {
+				smp := sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000)
+				if r.opts.Samples {
+					if keptAll.Add(1) <= maxKept {
+						pointKept = append(pointKept, smp)
+					} else {
+						dropped.Add(1)
+					}
+				}
+				if r.opts.SampleSink != nil {
+					r.opts.SampleSink(smp)
+				}
 			}
 			if out.Err != nil {
 				lastErr = out.Err
@@ -265,6 +305,9 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		cancelJobs()
 		tick()
 		next += res.Sent
+		// Requests complete out of order; the report keeps them by index.
+		slices.SortFunc(pointKept, func(a, b report.RequestSample) int { return cmp.Compare(a.Index, b.Index) })
+		kept = append(kept, pointKept...)
 		// The jobs are done: what the early stop did not judge is judged now.
 		if stopErr == nil && ctx.Err() == nil && budget.over(st.agg.errCount, st.agg.requests) {
 			stopErr = budget.err(label, st.agg.errCount, st.agg.requests, lastErr)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,26 +152,79 @@ phases:
 	}
 }
 
-func TestLoadSamplesStreamNotKept(t *testing.T) {
+// A load phase streams every request to the sink; it keeps them in the
+// report too (point by point, in index order) only with report.samples on,
+// so a soak run with samples off holds none in memory.
+func TestLoadSamplesStreamedAndKept(t *testing.T) {
 	_, url := startSim(t, sim.Config{DecodeStep: time.Millisecond})
 	sc := parse(t, fmt.Sprintf(`
 targets:
   s: {kind: openai, base_url: %q, metrics: false, metadata: false}
 phases:
-  load: {concurrency: 3, requests: 30, max_tokens: 2, prompt_tokens: 16}
+  load: {sweep: {concurrency: [1, 3]}, requests: 15, max_tokens: 2, prompt_tokens: 16}
 `, url), nil)
-	var got []report.RequestSample
+	for _, tc := range []struct {
+		name string
+		keep bool
+	}{{"report.samples on", true}, {"report.samples off", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []report.RequestSample
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := Run(ctx, sc.Runs[0], Options{Samples: tc.keep, SampleSink: func(s report.RequestSample) { got = append(got, s) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 30 {
+				t.Errorf("%d samples streamed, want 30", len(got))
+			}
+			kept, _ := r.Phases["load"].Samples.([]report.RequestSample)
+			if !tc.keep {
+				if r.Phases["load"].Samples != nil {
+					t.Error("with report.samples off a load phase must keep no samples in memory")
+				}
+				return
+			}
+			if len(kept) != 30 {
+				t.Fatalf("%d samples kept, want 30", len(kept))
+			}
+			for i, s := range kept {
+				wantPoint, wantIndex := "concurrency 1", i
+				if i >= 15 {
+					wantPoint, wantIndex = "concurrency 3", i-15
+				}
+				if s.Phase != "load" || s.Point != wantPoint || s.Index != wantIndex || !s.OK {
+					t.Errorf("sample %d: phase %q point %q index %d ok %v, want load, %q, %d, true", i, s.Phase, s.Point, s.Index, s.OK, wantPoint, wantIndex)
+				}
+			}
+		})
+	}
+}
+
+// What a load phase keeps in the report has a bound; the stream has none,
+// and the report says how many samples it did not keep.
+func TestLoadSamplesKeptUpToTheBound(t *testing.T) {
+	_, url := startSim(t, sim.Config{DecodeStep: time.Millisecond})
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  load: {sweep: {concurrency: [1, 3]}, requests: 6, max_tokens: 2, prompt_tokens: 16}
+`, url), nil)
+	var streamed atomic.Int64
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := Run(ctx, sc.Runs[0], Options{Samples: true, SampleSink: func(s report.RequestSample) { got = append(got, s) }})
+	r, err := Run(ctx, sc.Runs[0], Options{Samples: true, MaxLoadSamples: 8, SampleSink: func(report.RequestSample) { streamed.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 30 {
-		t.Errorf("%d samples streamed, want 30", len(got))
+	kept, _ := r.Phases["load"].Samples.([]report.RequestSample)
+	if len(kept) != 8 || streamed.Load() != 12 {
+		t.Fatalf("kept %d (want 8), streamed %d (want 12)", len(kept), streamed.Load())
 	}
-	if r.Phases["load"].Samples != nil {
-		t.Error("a load phase must not keep samples in memory")
+	w := strings.Join(r.Phases["load"].Warnings, "\n")
+	if !strings.Contains(w, "keeps the first 8 request samples") || !strings.Contains(w, "4 more went only to --samples-out") {
+		t.Errorf("warnings %q", w)
 	}
 }
 

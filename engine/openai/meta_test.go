@@ -62,6 +62,31 @@ func TestWaitReady(t *testing.T) {
 			},
 			errHas: []string{"/health: HTTP 503", "still loading", "not ready by"},
 		},
+		{
+			name: "/health wants credentials, /v1/models answers",
+			handler: func(*atomic.Int32) http.HandlerFunc {
+				return func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/v1/models" {
+						fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+						return
+					}
+					http.Error(w, "login", http.StatusUnauthorized)
+				}
+			},
+			ok: true,
+		},
+		{
+			name: "credentials refused: fails at the first probe, not at the deadline",
+			handler: func(calls *atomic.Int32) http.HandlerFunc {
+				return func(w http.ResponseWriter, r *http.Request) {
+					if calls.Add(1) > 2 {
+						t.Errorf("probed again after a 401: %s", r.URL.Path)
+					}
+					http.Error(w, "bad key "+testSecret, http.StatusForbidden)
+				}
+			},
+			errHas: []string{"refuses the request's credentials", "/v1/models: HTTP 403", "check api_key_env"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +94,13 @@ func TestWaitReady(t *testing.T) {
 			srv := httptest.NewServer(tt.handler(&calls))
 			defer srv.Close()
 			c := newClient(t, srv.URL, nil)
-			err := c.WaitReady(context.Background(), time.Now().Add(700*time.Millisecond))
+			// Only a server that never gets ready waits out the deadline;
+			// the others have time to spare on a loaded machine.
+			wait := 10 * time.Second
+			if tt.name == "never ready" {
+				wait = 700 * time.Millisecond
+			}
+			err := c.WaitReady(context.Background(), time.Now().Add(wait))
 			if tt.ok != (err == nil) {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}

@@ -3,6 +3,7 @@ package annotations
 import (
 	"flag"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/report"
@@ -29,5 +30,17 @@ func TestEscaping(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A gate skipped for want of a baseline is a notice, never an error.
+func TestSkippedGateIsANotice(t *testing.T) {
+	r := &report.Report{Gates: []report.GateResult{{Name: "no slower", Status: report.StatusSkipped, Message: "skipped (no baseline): give --baseline"}}}
+	var b strings.Builder
+	if err := Write(&b, r, "s.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "::notice file=s.yaml,title=no slower::skipped (no baseline): give --baseline\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/stats"
@@ -46,6 +47,66 @@ func bootstrapStats() []string { return []string{"p50", "p90", "p95", "p99", "me
 // Each resample is drawn as counts over the sorted original, so a statistic
 // costs O(n) rather than a sort.
 func bootstrap(old, new []float64, resamples int, conf float64, seed uint64, path string) map[string]Interval {
+	ov, nv := resampleAll(old, new, resamples, seed, path)
+	stats := bootstrapStats()
+	out := make(map[string]Interval, len(stats))
+	lo, hi := (1-conf)/2, (1+conf)/2
+	d := make([]float64, resamples)
+	for i, s := range stats {
+		for r := range d {
+			d[r] = nv[i][r] - ov[i][r]
+		}
+		slices.Sort(d)
+		out[s] = Interval{Lo: quantile(d, lo), Hi: quantile(d, hi)}
+	}
+	return out
+}
+
+// relChanges is the bootstrap distribution, per statistic in
+// bootstrapStats, of the percent change (new − old) ÷ |old| × 100, sorted:
+// what a --fail-on threshold is tested against.
+func relChanges(old, new []float64, resamples int, seed uint64, path string) map[string][]float64 {
+	ov, nv := resampleAll(old, new, resamples, seed, path)
+	out := map[string][]float64{}
+	for i, s := range bootstrapStats() {
+		d := make([]float64, resamples)
+		for r := range d {
+			o, n := ov[i][r], nv[i][r]
+			switch {
+			case o == n:
+				d[r] = 0
+			case o == 0:
+				d[r] = math.Copysign(math.Inf(1), n)
+			default:
+				d[r] = (n - o) / math.Abs(o) * 100
+			}
+		}
+		slices.Sort(d)
+		out[s] = d
+	}
+	return out
+}
+
+// pValue is the one-sided bootstrap p-value of "the change is within t":
+// the share of resampled changes on the threshold's good side of its limit
+// (at most +N% for a rise, at least −N% for a drop), counted as
+// (1 + k) ÷ (B + 1) so it is never 0. Small means the change is beyond the
+// limit and beyond noise.
+func pValue(sorted []float64, t Threshold) float64 {
+	var k int
+	if t.Increase {
+		k = sort.SearchFloat64s(sorted, math.Nextafter(t.Percent, math.Inf(1))) // values ≤ +N
+	} else {
+		k = len(sorted) - sort.SearchFloat64s(sorted, -t.Percent) // values ≥ −N
+	}
+	return float64(1+k) / float64(len(sorted)+1)
+}
+
+// resampleAll draws resamples of each side with replacement (the sizes of
+// the originals) and returns, per statistic in bootstrapStats and per
+// resample, the statistic of the old and the new resample. It is seeded by
+// the metric's path, so a comparison is reproducible byte for byte.
+func resampleAll(old, new []float64, resamples int, seed uint64, path string) (ov, nv [][]float64) {
 	o := append([]float64(nil), old...)
 	n := append([]float64(nil), new...)
 	slices.Sort(o)
@@ -54,28 +115,21 @@ func bootstrap(old, new []float64, resamples int, conf float64, seed uint64, pat
 	_, _ = h.Write([]byte(path)) // hash.Hash.Write never fails
 	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
 
-	stats := bootstrapStats()
-	diffs := make([][]float64, len(stats))
-	for i := range diffs {
-		diffs[i] = make([]float64, resamples)
+	k := len(bootstrapStats())
+	ov, nv = make([][]float64, k), make([][]float64, k)
+	for i := range ov {
+		ov[i], nv[i] = make([]float64, resamples), make([]float64, resamples)
 	}
 	oc, nc := make([]int, len(o)), make([]int, len(n))
-	ov, nv := make([]float64, len(stats)), make([]float64, len(stats))
+	os, ns := make([]float64, k), make([]float64, k)
 	for r := 0; r < resamples; r++ {
-		resampleStats(o, oc, rng, ov)
-		resampleStats(n, nc, rng, nv)
-		for i := range stats {
-			diffs[i][r] = nv[i] - ov[i]
+		resampleStats(o, oc, rng, os)
+		resampleStats(n, nc, rng, ns)
+		for i := range k {
+			ov[i][r], nv[i][r] = os[i], ns[i]
 		}
 	}
-	out := make(map[string]Interval, len(stats))
-	lo, hi := (1-conf)/2, (1+conf)/2
-	for i, s := range stats {
-		d := diffs[i]
-		slices.Sort(d)
-		out[s] = Interval{Lo: quantile(d, lo), Hi: quantile(d, hi)}
-	}
-	return out
+	return ov, nv
 }
 
 // resampleStats draws len(sorted) values with replacement from sorted and

@@ -1,15 +1,32 @@
 // Package compare compares two tollgate reports of the same scenario, metric
 // by metric, says which changes are beyond run-to-run noise, and finds the
-// regressions a CI job should fail on.
+// regressions a CI job should fail on. It is the one delta and noise engine:
+// the text table, tollgate compare --markdown and the HTML page's old-vs-new
+// table all render its Result.
+//
+// Like is compared with like: a metric of a prompt size, variant or load
+// point is compared with the same slice of the other report, and a phase's
+// own distribution is left out when it pools several slices (a different
+// mix of prompt sizes moves a pooled p50 whatever each size did).
+//
+// A --fail-on threshold is a one-sided bootstrap test per selected
+// statistic of "the change is within the limit"; the tests of one
+// comparison are corrected together by Holm–Bonferroni, so an unchanged
+// build fails any of them with probability at most Options.Alpha (1%) however
+// many slices they select. Where noise cannot be estimated (fewer than
+// DefaultMinSamples samples per side, or none kept) the verdict is "cannot
+// tell", which fails only with Options.FailOnUnknown.
 package compare
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/suggest"
 	"github.com/tollgate-dev/tollgate/report"
 )
 
@@ -26,6 +43,14 @@ const (
 	// trials at n = 2, 12% at n = 3, 7% at n = 4, and 2–4% from n = 5 to 50.
 	// TestBootstrapFalsePositives holds those rates.
 	DefaultMinSamples = 5
+	// DefaultAlpha is the family-wise error rate of a comparison's
+	// --fail-on tests: an unchanged build fails one of them at most once in
+	// a hundred comparisons while the samples of a run are independent. A
+	// CI gate pays for every false failure, and within-run samples cannot
+	// see drift between runs (a burst of load on a shared runner during one
+	// run): at 0.05, one of twenty back-to-back pairs of the unchanged
+	// simulator on a loaded 2-core machine failed so (bench/compare-noise).
+	DefaultAlpha = 0.01
 )
 
 // ErrNotReport is report.ErrNotReport, so a caller of Compare need not
@@ -42,6 +67,15 @@ type Options struct {
 	// AllowAny compares reports of different scenarios, models or hosts
 	// (--baseline-any). Different schema versions are never compared.
 	AllowAny bool
+	// FailOnUnknown makes a threshold breach whose noise cannot be told
+	// (too few samples, or none) a regression (--fail-on-unknown). Without
+	// it such a breach is listed as "cannot tell" and never failed on.
+	FailOnUnknown bool
+	// Alpha is the family-wise error rate of the --fail-on tests: the
+	// chance that an unchanged build fails at least one of them, however
+	// many metrics and slices the thresholds select (Holm–Bonferroni over
+	// every tested statistic). Zero takes DefaultAlpha.
+	Alpha float64
 	// Resamples, Confidence, MinSamples and Seed tune the bootstrap; zero
 	// values take the defaults above.
 	Resamples  int
@@ -59,7 +93,7 @@ const (
 	// reproducible, so any difference is real.
 	NoiseNone = "deterministic"
 	// NoiseUnknown: no samples (or too few); a change is never called
-	// beyond noise, and thresholds alone decide.
+	// beyond noise: "cannot tell", failed on only with FailOnUnknown.
 	NoiseUnknown = "unknown"
 )
 
@@ -71,6 +105,25 @@ type Noise struct {
 	OldN      int
 	NewN      int
 	Floor     int // Options.MinSamples in effect
+	// AcrossRuns: the samples are whole runs (run --repeat-runs on both
+	// sides), one value of each statistic per run, and the statistics
+	// compared are their medians of runs.
+	AcrossRuns bool
+}
+
+// Need is the fewest samples per side that would tell a change of stat from
+// noise: the reports' samples are the only noise estimate there is. 0 when
+// noise is known (or no number of samples would help: a side lacks stat).
+func (n Noise) Need(stat string) int {
+	switch n.Method {
+	case NoiseNone:
+		return 0
+	case NoiseBootstrap:
+		if _, ok := n.Intervals[stat]; ok {
+			return 0
+		}
+	}
+	return minSamplesFor(stat, max(n.Floor, DefaultMinSamples))
 }
 
 // Verdict of a change against noise.
@@ -94,6 +147,10 @@ type Metric struct {
 	Scalar    bool               // one value, under the statistic "value"
 	Old, New  map[string]float64 // statistic → value; a statistic over zero samples is absent
 	Noise     Noise
+
+	oldSamples, newSamples []float64 // with NoiseBootstrap, for the --fail-on tests
+	// With Noise.AcrossRuns: each statistic's value in every repetition.
+	oldReps, newReps map[string][]float64
 }
 
 // Change is the percent change of a statistic, (new − old) ÷ |old| × 100;
@@ -120,11 +177,11 @@ func (m *Metric) Verdict(stat string) Verdict {
 	if !ook || !nok {
 		return Unknown
 	}
+	if o == n {
+		return Within // no change at all, whatever the noise
+	}
 	switch m.Noise.Method {
 	case NoiseNone:
-		if o == n {
-			return Within
-		}
 		return Beyond
 	case NoiseBootstrap:
 		iv, ok := m.Noise.Intervals[stat]
@@ -213,7 +270,7 @@ func (m *Metric) Headline() string {
 	return "p50"
 }
 
-// Regression is a threshold breach.
+// Regression is a threshold breach, or a test of one.
 type Regression struct {
 	Metric    *Metric // nil when the metric is missing from the new report
 	Path      string
@@ -222,20 +279,48 @@ type Regression struct {
 	Old       float64
 	New       *float64 // nil: absent in the new report
 	ChangePct float64
-	Reason    string // one line: what moved, by how much, against which limit and noise
+	// P is the bootstrap p-value of "the change is within the threshold"
+	// and Bound the Holm–Bonferroni bound it had to reach; both NaN where
+	// no test was made (deterministic, missing, cannot tell).
+	P, Bound float64
+	// Need is, for a breach that cannot be told, the samples per side
+	// that would tell it.
+	Need   int
+	Reason string // one line: what moved, by how much, against which limit and noise
 }
 
 // Result of Compare.
 type Result struct {
 	Old, New *report.Report
 	Metrics  []*Metric
-	// Regressions breached a FailOn threshold: moved the threshold's bad way
-	// by more than its percentage and, where samples allow telling, beyond
-	// noise.
+	// Regressions breached a FailOn threshold: moved the threshold's bad
+	// way by more than its percentage beyond noise (its test rejected
+	// "within the limit" at the family-wise Alpha), exactly (seam runs), by
+	// vanishing from the new report, or, with FailOnUnknown, where noise
+	// cannot be told.
 	Regressions []Regression
-	// WithinNoise breached a threshold's percentage but not noise: reported,
-	// never failed on.
+	// WithinNoise breached a threshold's percentage but not beyond noise
+	// (its test did not reject at the family-wise Alpha): reported, never
+	// failed on.
 	WithinNoise []Regression
+	// CannotTell breached a threshold's percentage where noise cannot be
+	// estimated (too few samples, or none): reported, failed on only with
+	// Options.FailOnUnknown (and then also in Regressions).
+	CannotTell []Regression
+	// Untold counts the statistics a threshold selects that are within its
+	// percentage but whose noise cannot be estimated either.
+	Untold int
+	// Need is the most samples per slice and side that telling the
+	// CannotTell and Untold statistics needs; FailOnUnknown is the option.
+	Need          int
+	FailOnUnknown bool
+	// Tests is the size of the family the --fail-on tests were corrected
+	// for, and Alpha its family-wise error rate.
+	Tests int
+	Alpha float64
+	// Pooled are the phases whose own distributions pool several workloads
+	// (prompt sizes, variants, load points) and are compared only per slice.
+	Pooled []string
 	// OnlyOld and OnlyNew are metric paths present in one report only.
 	OnlyOld, OnlyNew []string
 	// Notes are what a reader should know: a failed run, a different host name.
@@ -262,21 +347,34 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 	if opts.Seed == 0 {
 		opts.Seed = DefaultSeed
 	}
-	om, oorder, err := metrics(old)
+	if opts.Alpha <= 0 || opts.Alpha >= 1 {
+		opts.Alpha = DefaultAlpha
+	}
+	om, oorder, pooled, err := metrics(old)
 	if err != nil {
 		return nil, fmt.Errorf("old report: %w", err)
 	}
-	nm, norder, err := metrics(new)
+	nm, norder, _, err := metrics(new)
 	if err != nil {
 		return nil, fmt.Errorf("new report: %w", err)
 	}
-	res := &Result{Old: old, New: new}
+	res := &Result{Old: old, New: new, Alpha: opts.Alpha, Pooled: pooled, FailOnUnknown: opts.FailOnUnknown}
 	byPath := map[string]*Metric{}
+	mismatch := map[string]string{} // load point path → what differs
+	unlike := map[string]bool{}     // metric paths of those points
 	for _, k := range oorder {
 		oe := om[k]
 		ne, ok := nm[k]
 		if !ok {
 			res.OnlyOld = append(res.OnlyOld, k)
+			continue
+		}
+		if oe.workload != ne.workload {
+			// The same position of a different sweep: not like with like.
+			res.OnlyOld = append(res.OnlyOld, k)
+			res.OnlyNew = append(res.OnlyNew, k)
+			mismatch[pointOf(k)] = fmt.Sprintf("%s is %s in old, %s in new", pointOf(k), oe.workload, ne.workload)
+			unlike[k] = true
 			continue
 		}
 		if len(oe.values) == 0 && len(ne.values) == 0 {
@@ -286,6 +384,13 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 		m := &Metric{Path: k, Segments: oe.path, Name: name, Direction: direction(name),
 			Scalar: oe.scalar, Old: oe.values, New: ne.values}
 		m.Noise = noise(oe, ne, k, opts)
+		switch {
+		case m.Noise.AcrossRuns:
+			m.oldReps, m.newReps = oe.reps, ne.reps
+			m.Old, m.New = medianOfRuns(oe.values, oe.reps), medianOfRuns(ne.values, ne.reps)
+		case m.Noise.Method == NoiseBootstrap:
+			m.oldSamples, m.newSamples = oe.samples, ne.samples
+		}
 		res.Metrics = append(res.Metrics, m)
 		byPath[k] = m
 	}
@@ -295,7 +400,11 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 		}
 	}
 	res.Notes = notes(old, new)
+	for _, p := range sortedKeys(mismatch) {
+		res.Notes = append(res.Notes, "load point "+mismatch[p]+": not compared")
+	}
 
+	var tests []Regression
 	for _, t := range opts.FailOn {
 		matched := false
 		for _, k := range oorder {
@@ -303,9 +412,15 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 			if !t.matches(e.path) {
 				continue
 			}
+			if unlike[k] {
+				matched = true // present, but under a different load: noted, not judged
+				continue
+			}
 			if _, ok := e.values[t.Stat]; ok {
 				matched = true
-				judge(res, byPath[k], k, e, t)
+				if r, test := judge(res, byPath[k], k, e, t, opts); test {
+					tests = append(tests, r)
+				}
 			} else if ne, ok := nm[k]; ok {
 				_, inNew := ne.values[t.Stat]
 				matched = matched || inNew // nothing to regress from
@@ -317,56 +432,181 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 			}
 		}
 		if !matched {
-			return nil, fmt.Errorf("--fail-on %s: no metric with a %s in either report matches %s (metric names: %s)",
-				t.Raw, t.Stat, strings.Join(t.Selector, "."), example(oorder, t.Stat == "value"))
+			return nil, noMatch(t, om, oorder, nm, norder, pooled)
 		}
 	}
+	holm(res, tests, opts)
 	return res, nil
 }
 
-// judge checks one metric against one threshold and records a regression,
-// or a breach within noise.
-func judge(res *Result, m *Metric, key string, oe *entry, t Threshold) {
+// pointOf is the load point part of a metric's path: runs.r.phases.load.points[0].
+func pointOf(key string) string {
+	if i := strings.Index(key, ".points["); i >= 0 {
+		if j := strings.Index(key[i:], "]"); j >= 0 {
+			return key[:i+j+1]
+		}
+	}
+	return key
+}
+
+// ErrNoMetric marks a --fail-on threshold that selects no metric of either
+// report.
+var ErrNoMetric = errors.New("no metric matches")
+
+// noMatch explains a threshold that selects nothing, with the nearest
+// metric name or path segment when one is a plausible typo.
+func noMatch(t Threshold, om map[string]*entry, oorder []string, nm map[string]*entry, norder []string, pooled []string) error {
+	names, segs := map[string]bool{}, map[string]bool{}
+	var nameList, segList []string
+	for _, side := range []struct {
+		m     map[string]*entry
+		order []string
+	}{{om, oorder}, {nm, norder}} {
+		for _, k := range side.order {
+			p := side.m[k].path
+			if n := p[len(p)-1]; !names[n] {
+				names[n] = true
+				nameList = append(nameList, n)
+			}
+			for _, sg := range p[:len(p)-1] {
+				if !segs[sg] {
+					segs[sg] = true
+					segList = append(segList, sg)
+				}
+			}
+		}
+	}
+	sel := t.Selector
+	if len(sel) == 0 {
+		return fmt.Errorf("--fail-on %q: %w: no metric", t.Raw, ErrNoMetric)
+	}
+	name := sel[len(sel)-1]
+	hint := ""
+	switch {
+	case !names[name]:
+		hint = fmt.Sprintf("no metric is named %q%s", name, suggest.DidYouMean(name, nameList))
+	default:
+		for _, sg := range sel[:len(sel)-1] {
+			if !segs[sg] {
+				hint = fmt.Sprintf("no run, phase or slice is named %q%s", sg, suggest.DidYouMean(sg, segList))
+				break
+			}
+		}
+	}
+	if hint == "" {
+		hint = fmt.Sprintf("no %s has a %s", strings.Join(sel, "."), t.Stat)
+		if len(pooled) > 0 {
+			hint += fmt.Sprintf(" (phases pooling several workloads are compared per slice only: %s)", strings.Join(pooled, ", "))
+		}
+	}
+	return fmt.Errorf("--fail-on %s: %w: %s; metric names: %s", t.Raw, ErrNoMetric, hint, example(oorder, t.Stat == "value"))
+}
+
+// judge checks one metric against one threshold. A breach of a
+// deterministic metric, a metric gone from the new report and a breach
+// whose noise cannot be told are recorded here; a metric with samples on
+// both sides is returned as a test (test true) for holm to decide.
+func judge(res *Result, m *Metric, key string, oe *entry, t Threshold, opts Options) (r Regression, test bool) {
 	oldV := oe.values[t.Stat]
-	r := Regression{Metric: m, Path: key, Stat: t.Stat, Threshold: t, Old: oldV}
+	r = Regression{Metric: m, Path: key, Stat: t.Stat, Threshold: t, Old: oldV, P: math.NaN(), Bound: math.NaN()}
 	if m == nil {
 		r.Reason = fmt.Sprintf("%s.%s: %s in old, missing in the new report (limit %s)", key, t.Stat, num(oldV), t.Raw)
 		res.Regressions = append(res.Regressions, r)
-		return
+		return r, false
 	}
 	newV, ok := m.New[t.Stat]
 	if !ok {
 		r.Reason = fmt.Sprintf("%s.%s: %s in old, absent in new (no samples produced it; limit %s)", key, t.Stat, num(oldV), t.Raw)
 		res.Regressions = append(res.Regressions, r)
-		return
+		return r, false
 	}
 	r.New = &newV
 	pct, _ := m.Change(t.Stat)
 	r.ChangePct = pct
-	if !t.exceeds(pct) {
-		return
-	}
+	exceeds := t.exceeds(pct)
 	base := fmt.Sprintf("%s.%s: %s → %s (%s, limit %s)", key, t.Stat, num(oldV), num(newV), FormatChange(pct), t.Raw)
-	switch m.Verdict(t.Stat) {
-	case Beyond:
-		if m.Noise.Method == NoiseBootstrap {
-			iv := m.Noise.Intervals[t.Stat]
-			// The interval must lie on the threshold's bad side of zero.
-			if (t.Increase && iv.Lo <= 0) || (!t.Increase && iv.Hi >= 0) {
-				r.Reason = base + "; " + noiseString(m, t.Stat)
-				res.WithinNoise = append(res.WithinNoise, r)
-				return
-			}
+	switch {
+	case m.Noise.Method == NoiseNone:
+		if exceeds {
+			r.Reason = base + "; " + noiseString(m, t.Stat)
+			res.Regressions = append(res.Regressions, r)
 		}
-		r.Reason = base + "; " + noiseString(m, t.Stat)
-	case Within:
-		r.Reason = base + "; " + noiseString(m, t.Stat)
-		res.WithinNoise = append(res.WithinNoise, r)
-		return
-	default:
-		r.Reason = base + "; " + noiseString(m, t.Stat) + ", judged on the threshold alone"
+		return r, false
+	case m.Noise.Method == NoiseBootstrap && m.Noise.Need(t.Stat) == 0:
+		r.Reason = base
+		return r, true
 	}
-	res.Regressions = append(res.Regressions, r)
+	r.Need = m.Noise.Need(t.Stat)
+	res.Need = max(res.Need, r.Need)
+	if !exceeds {
+		res.Untold++
+		return r, false
+	}
+	r.Reason = base + "; cannot tell: " + noiseString(m, t.Stat)
+	res.CannotTell = append(res.CannotTell, r)
+	if opts.FailOnUnknown {
+		res.Regressions = append(res.Regressions, r)
+	}
+	return r, false
+}
+
+// holm decides the tests: each is a one-sided bootstrap test of "the change
+// is within the threshold", and together they are corrected by
+// Holm–Bonferroni so that an unchanged build fails any of them with
+// probability at most opts.Alpha however many slices the thresholds select.
+// A test rejected is a regression; one that breached the percentage but was
+// not rejected is within noise.
+func holm(res *Result, tests []Regression, opts Options) {
+	res.Tests = len(tests)
+	if len(tests) == 0 {
+		return
+	}
+	// The smallest p-value B resamples can give is 1/(B+1); the first Holm
+	// bound is Alpha/m, so B must be well beyond m/Alpha.
+	b := max(opts.Resamples, min(int(math.Ceil(20*float64(len(tests))/opts.Alpha)), 100000))
+	cache := map[*Metric]map[string][]float64{}
+	for i := range tests {
+		r := &tests[i]
+		rel, ok := cache[r.Metric]
+		if !ok {
+			if m := r.Metric; m.Noise.AcrossRuns {
+				// One test per statistic, over its values in each run.
+				rel = map[string][]float64{}
+				for stat := range m.Noise.Intervals {
+					rel[stat] = relChanges(m.oldReps[stat], m.newReps[stat], b, opts.Seed, r.Path+"."+stat)["p50"]
+				}
+			} else {
+				rel = relChanges(r.Metric.oldSamples, r.Metric.newSamples, b, opts.Seed, r.Path)
+			}
+			cache[r.Metric] = rel
+		}
+		r.P = pValue(rel[r.Stat], r.Threshold)
+	}
+	order := make([]int, len(tests))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return tests[order[a]].P < tests[order[b]].P })
+	rejected := make([]bool, len(tests))
+	rejecting := true
+	for rank, i := range order {
+		r := &tests[i]
+		r.Bound = opts.Alpha / float64(len(tests)-rank)
+		rejecting = rejecting && r.P <= r.Bound && r.Threshold.exceeds(r.ChangePct)
+		rejected[i] = rejecting
+	}
+	for i, r := range tests { // in report order
+		test := fmt.Sprintf("%s; p=%.2g vs Holm bound %.2g (%d tests, family-wise α %.2g)",
+			noiseString(r.Metric, r.Stat), r.P, r.Bound, len(tests), opts.Alpha)
+		switch {
+		case rejected[i]:
+			r.Reason += "; beyond noise: " + test
+			res.Regressions = append(res.Regressions, r)
+		case r.Threshold.exceeds(r.ChangePct):
+			r.Reason += "; within noise: " + test
+			res.WithinNoise = append(res.WithinNoise, r)
+		}
+	}
 }
 
 // noise decides how a metric's noise is known: deterministic for seam runs,
@@ -374,6 +614,9 @@ func judge(res *Result, m *Metric, key string, oe *entry, t Threshold) {
 func noise(oe, ne *entry, path string, opts Options) Noise {
 	if oe.deterministic && ne.deterministic {
 		return Noise{Method: NoiseNone, Note: "deterministic (virtual time)"}
+	}
+	if n, ok := acrossRuns(oe, ne, path, opts); ok {
+		return n
 	}
 	if oe.samples == nil || ne.samples == nil {
 		note := "no samples: noise unknown"
@@ -387,7 +630,7 @@ func noise(oe, ne *entry, path string, opts Options) Noise {
 	n := Noise{OldN: len(oe.samples), NewN: len(ne.samples), Floor: opts.MinSamples}
 	if n.OldN < opts.MinSamples || n.NewN < opts.MinSamples {
 		n.Method = NoiseUnknown
-		n.Note = fmt.Sprintf("n=%d/%d < %d: noise unknown", n.OldN, n.NewN, opts.MinSamples)
+		n.Note = fmt.Sprintf("n=%d/%d: noise unknown, needs %d samples per side", n.OldN, n.NewN, opts.MinSamples)
 		return n
 	}
 	n.Method = NoiseBootstrap
@@ -399,6 +642,42 @@ func noise(oe, ne *entry, path string, opts Options) Noise {
 	}
 	n.Note = fmt.Sprintf("bootstrap %d resamples, %.0f%%, n=%d/%d", opts.Resamples, opts.Confidence*100, n.OldN, n.NewN)
 	return n
+}
+
+// acrossRuns is the noise of a metric both reports repeated (run
+// --repeat-runs, at least opts.MinSamples runs a side): each statistic is
+// a sample of one value per run, bootstrapped as a median of runs. Whole
+// runs see what per-request samples of one run cannot, the drift between
+// runs (a burst of load on a shared machine that slows one run), so they
+// decide where both reports have them.
+func acrossRuns(oe, ne *entry, path string, opts Options) (Noise, bool) {
+	n := Noise{Method: NoiseBootstrap, AcrossRuns: true, Floor: opts.MinSamples, Intervals: map[string]Interval{}}
+	for stat, ov := range oe.reps {
+		nv := ne.reps[stat]
+		if len(ov) < opts.MinSamples || len(nv) < opts.MinSamples {
+			continue
+		}
+		n.OldN, n.NewN = len(ov), len(nv)
+		n.Intervals[stat] = bootstrap(ov, nv, opts.Resamples, opts.Confidence, opts.Seed, path+"."+stat)["p50"]
+	}
+	if len(n.Intervals) == 0 {
+		return Noise{}, false
+	}
+	n.Note = fmt.Sprintf("bootstrap %d resamples, %.0f%%, over runs n=%d/%d (medians of runs)", opts.Resamples, opts.Confidence*100, n.OldN, n.NewN)
+	return n, true
+}
+
+// medianOfRuns is values with every statistic that has repetitions
+// replaced by the (nearest-rank) median of its values across runs.
+func medianOfRuns(values map[string]float64, reps map[string][]float64) map[string]float64 {
+	out := make(map[string]float64, len(values))
+	for stat, v := range values {
+		out[stat] = v
+		if r := reps[stat]; len(r) > 0 {
+			out[stat] = quantile(slices.Sorted(slices.Values(r)), 0.5)
+		}
+	}
+	return out
 }
 
 // minSamplesFor is the fewest samples per side for an interval of a
@@ -453,7 +732,10 @@ func comparable(old, new *report.Report, allowAny bool) error {
 		}
 	}
 	diff("scenario name", old.Scenario.Name, new.Scenario.Name)
-	diff("scenario sha256", old.Scenario.SHA256, new.Scenario.SHA256)
+	if old.Scenario.SHA256 != new.Scenario.SHA256 {
+		// Named by field (phases.decode.max_tokens), not by two hashes.
+		diffs = append(diffs, "scenario differs in: "+strings.Join(report.IdentityDiff(old.Scenario, new.Scenario, "old", "new"), ", "))
+	}
 	diff("host os", old.Host.OS, new.Host.OS)
 	diff("host arch", old.Host.Arch, new.Host.Arch)
 	diff("host cpu_model", old.Host.CPUModel, new.Host.CPUModel)

@@ -94,12 +94,14 @@ const ttftPath = "runs.server.phases.decode.ttft_ms"
 
 func TestNoise(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		old, new    *report.Report
-		failOn      []string
-		verdict     Verdict
-		regressions int
-		withinNoise int
+		name          string
+		old, new      *report.Report
+		failOn        []string
+		failOnUnknown bool
+		verdict       Verdict
+		regressions   int
+		withinNoise   int
+		cannotTell    int
 	}{
 		{name: "same distribution, 50 samples: within noise",
 			old: liveReport(draw(1, 50, 100, 0.2), draw(2, 50, 50, 0.1), true), new: liveReport(draw(3, 50, 100, 0.2), draw(4, 50, 50, 0.1), true),
@@ -116,15 +118,24 @@ func TestNoise(t *testing.T) {
 		{name: "over the threshold within wide noise: not failed",
 			old: liveReport(draw(1, 8, 100, 1.0), draw(2, 8, 50, 0.1), true), new: liveReport(scale(draw(1, 8, 100, 1.0), 1.15), draw(4, 8, 50, 0.1), true),
 			failOn: []string{"ttft_ms.p50:+10%"}, verdict: Within, withinNoise: 1},
-		{name: "no samples: noise unknown, the threshold alone decides",
+		{name: "no samples: cannot tell, not failed",
 			old: liveReport(draw(1, 50, 100, 0.2), draw(2, 50, 50, 0.1), false), new: liveReport(scale(draw(3, 50, 100, 0.2), 1.3), draw(4, 50, 50, 0.1), false),
-			failOn: []string{"ttft_ms.p50:+10%"}, verdict: Unknown, regressions: 1},
+			failOn: []string{"ttft_ms.p50:+10%"}, verdict: Unknown, cannotTell: 1},
+		{name: "no samples, --fail-on-unknown: failed",
+			old: liveReport(draw(1, 50, 100, 0.2), draw(2, 50, 50, 0.1), false), new: liveReport(scale(draw(3, 50, 100, 0.2), 1.3), draw(4, 50, 50, 0.1), false),
+			failOn: []string{"ttft_ms.p50:+10%"}, failOnUnknown: true, verdict: Unknown, regressions: 1, cannotTell: 1},
+		{name: "four samples 50% slower: cannot tell, not failed",
+			old: liveReport([]float64{10, 11, 12, 13}, []float64{1, 2, 3, 4}, true), new: liveReport([]float64{15, 16.5, 18, 19.5}, []float64{1, 2, 3, 4}, true),
+			failOn: []string{"ttft_ms.p50:+10%"}, verdict: Unknown, cannotTell: 1},
+		{name: "four samples 50% slower, --fail-on-unknown: failed",
+			old: liveReport([]float64{10, 11, 12, 13}, []float64{1, 2, 3, 4}, true), new: liveReport([]float64{15, 16.5, 18, 19.5}, []float64{1, 2, 3, 4}, true),
+			failOn: []string{"ttft_ms.p50:+10%"}, failOnUnknown: true, verdict: Unknown, regressions: 1, cannotTell: 1},
 		{name: "too few samples: noise unknown",
 			old: liveReport([]float64{1, 2, 3}, []float64{1, 2, 3}, true), new: liveReport([]float64{10, 20, 30}, []float64{1, 2, 3}, true),
 			verdict: Unknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Compare(tc.old, tc.new, Options{FailOn: thresholds(t, tc.failOn...)})
+			res, err := Compare(tc.old, tc.new, Options{FailOn: thresholds(t, tc.failOn...), FailOnUnknown: tc.failOnUnknown})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,9 +143,14 @@ func TestNoise(t *testing.T) {
 			if got := m.Verdict("p50"); got != tc.verdict {
 				t.Errorf("verdict %v, want %v (noise %+v)", got, tc.verdict, m.Noise)
 			}
-			if len(res.Regressions) != tc.regressions || len(res.WithinNoise) != tc.withinNoise {
-				t.Errorf("regressions %d, within noise %d; want %d, %d\n%+v\n%+v", len(res.Regressions), len(res.WithinNoise),
-					tc.regressions, tc.withinNoise, res.Regressions, res.WithinNoise)
+			if len(res.Regressions) != tc.regressions || len(res.WithinNoise) != tc.withinNoise || len(res.CannotTell) != tc.cannotTell {
+				t.Errorf("regressions %d, within noise %d, cannot tell %d; want %d, %d, %d\n%+v\n%+v\n%+v", len(res.Regressions), len(res.WithinNoise),
+					len(res.CannotTell), tc.regressions, tc.withinNoise, tc.cannotTell, res.Regressions, res.WithinNoise, res.CannotTell)
+			}
+			for _, r := range res.CannotTell {
+				if r.Need != DefaultMinSamples || !strings.Contains(r.Reason, "cannot tell") {
+					t.Errorf("cannot tell %+v: want Need %d and a reason saying so", r, DefaultMinSamples)
+				}
 			}
 		})
 	}
@@ -269,7 +285,7 @@ func TestIncomparable(t *testing.T) {
 		{name: "host name alone differs", edit: func(r *report.Report) { r.Host.Hostname = "other" }},
 		{name: "schema version", edit: func(r *report.Report) { r.SchemaVersion = 2 }, allowAny: true, err: "schema_version 1 (old) vs 2 (new)", sentinel: ErrIncomparable},
 		{name: "not tollgate", edit: func(r *report.Report) { r.Tool.Name = "other" }, allowAny: true, err: "new report: not a tollgate report", sentinel: ErrNotReport},
-		{name: "scenario sha", edit: func(r *report.Report) { r.Scenario.SHA256 = "def" }, err: `scenario sha256: old "abc", new "def"`, sentinel: ErrIncomparable},
+		{name: "scenario sha", edit: func(r *report.Report) { r.Scenario.SHA256 = "def" }, err: `scenario differs in: sha256 (old abc, new def`, sentinel: ErrIncomparable},
 		{name: "scenario name", edit: func(r *report.Report) { r.Scenario.Name = "t" }, err: `scenario name: old "s", new "t"`, sentinel: ErrIncomparable},
 		{name: "model", edit: func(r *report.Report) { r.Runs["server"].Target.Model = "n" }, err: `run server model: old "m", new "n"`, sentinel: ErrIncomparable},
 		{name: "cpu", edit: func(r *report.Report) { r.Host.CPUCores = 16 }, err: "host cpu_cores: old 8, new 16", sentinel: ErrIncomparable},
@@ -297,9 +313,17 @@ func TestIncomparable(t *testing.T) {
 
 func TestThresholdErrors(t *testing.T) {
 	r := liveReport(draw(1, 10, 100, 0.2), draw(2, 10, 50, 0.1), true)
-	_, err := Compare(r, r, Options{FailOn: thresholds(t, "ttfttt_ms.p50:+10%")})
-	if err == nil || !strings.Contains(err.Error(), "no metric with a p50 in either report matches ttfttt_ms") {
-		t.Fatalf("error %v, want one saying the threshold matches nothing", err)
+	for _, tc := range []struct{ name, failOn, want string }{
+		{"misspelt metric", "ttfttt_ms.p50:+10%", `no metric is named "ttfttt_ms" (did you mean "ttft_ms"?)`},
+		{"misspelt phase", "decod.ttft_ms.p50:+10%", `no run, phase or slice is named "decod" (did you mean "decode"?)`},
+		{"statistic a scalar lacks", "errors.rate.p50:+10%", "no errors.rate has a p50"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Compare(r, r, Options{FailOn: thresholds(t, tc.failOn)})
+			if !errors.Is(err, ErrNoMetric) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want ErrNoMetric saying %q", err, tc.want)
+			}
+		})
 	}
 	// A metric that vanished from the new report is a regression, not a pass.
 	n := liveReport(draw(1, 10, 100, 0.2), draw(2, 10, 50, 0.1), true)

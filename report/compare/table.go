@@ -23,9 +23,10 @@ import (
 //
 // The marker column: ! worse beyond noise (or a --fail-on regression),
 // + better beyond noise, * changed beyond noise (neutral metric),
-// ~ within noise, ? noise unknown. Single-valued metrics show their value
-// under p50. Then the regressions, threshold breaches within noise, metrics
-// in one report only, and notes.
+// ~ within noise, ? cannot tell (noise unknown). Single-valued metrics show their value
+// under p50. Then the regressions, threshold breaches within noise and those
+// that cannot be told, the one-line Summary of the tests, the phases
+// compared per slice only, metrics in one report only, and notes.
 func Table(w io.Writer, res *Result) error {
 	// Laid out whole, then cleaned whole (a rune is never split between
 	// writes): names and paths come from the reports, whose runs, phases
@@ -54,7 +55,7 @@ func Table(w io.Writer, res *Result) error {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush() // into buf: cannot fail
-	fmt.Fprintln(ew, "legend: ! worse beyond noise or a --fail-on regression, + better beyond noise, * changed beyond noise, ~ within noise, ? noise unknown")
+	fmt.Fprintln(ew, "legend: ! worse beyond noise or a --fail-on regression, + better beyond noise, * changed beyond noise, ~ within noise, ? cannot tell (noise unknown)")
 	if len(res.Regressions) > 0 {
 		fmt.Fprintf(ew, "regressions (%d):\n", len(res.Regressions))
 		for _, r := range res.Regressions {
@@ -66,6 +67,18 @@ func Table(w io.Writer, res *Result) error {
 		for _, r := range res.WithinNoise {
 			fmt.Fprintf(ew, "  ~ %s\n", r.Reason)
 		}
+	}
+	if len(res.CannotTell) > 0 {
+		fmt.Fprintf(ew, "over a threshold but cannot tell from noise (%d), %s:\n", len(res.CannotTell), CannotTellVerdict(res))
+		for _, r := range res.CannotTell {
+			fmt.Fprintf(ew, "  ? %s\n", r.Reason)
+		}
+	}
+	if s := Summary(res); s != "" {
+		fmt.Fprintf(ew, "%s\n", s)
+	}
+	if len(res.Pooled) > 0 {
+		fmt.Fprintf(ew, "compared per slice only (phase-level distributions pool different workloads): %s\n", strings.Join(res.Pooled, ", "))
 	}
 	if len(res.OnlyOld) > 0 {
 		fmt.Fprintf(ew, "only in old (%d): %s\n", len(res.OnlyOld), strings.Join(res.OnlyOld, ", "))
@@ -80,6 +93,47 @@ func Table(w io.Writer, res *Result) error {
 		return fmt.Errorf("writing comparison: %w", err)
 	}
 	return nil
+}
+
+// Summary is one line on the --fail-on tests: how many, at which
+// family-wise error rate, and how many samples per side would tell the
+// breaches and slices that cannot be told. Empty without thresholds.
+func Summary(res *Result) string {
+	if res.Tests == 0 && len(res.CannotTell) == 0 && res.Untold == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("--fail-on: %d tested against noise (Holm–Bonferroni, family-wise α %.2g), %d regression(s)",
+		res.Tests, res.Alpha, len(res.Regressions))
+	if untold := len(res.CannotTell) + res.Untold; untold > 0 {
+		s += fmt.Sprintf("; %d cannot be told from noise (%d over a threshold): telling them needs samples kept (report.samples: true) and at least %d per slice in each report (repeat: %d)",
+			untold, len(res.CannotTell), res.Need, res.Need)
+	}
+	return s
+}
+
+// CannotTellVerdict says what became of the breaches that cannot be told.
+func CannotTellVerdict(res *Result) string {
+	if res.FailOnUnknown {
+		return "failed: --fail-on-unknown"
+	}
+	return "not failed; --fail-on-unknown would fail them"
+}
+
+// Word is how every writer names the outcome of a statistic's change:
+// better, worse or changed (beyond noise), within noise, same (no change),
+// or cannot tell (noise unknown).
+func Word(m *Metric, stat string) string {
+	switch o := m.Outcome(stat); o {
+	case OutcomeSame:
+		if pct, ok := m.Change(stat); ok && pct != 0 {
+			return "within noise"
+		}
+		return "same"
+	case OutcomeUnknown:
+		return "cannot tell"
+	default:
+		return o.String()
+	}
 }
 
 func marker(m *Metric, regressed bool) string {
@@ -144,7 +198,7 @@ func noiseString(m *Metric, stat string) string {
 	if m.Noise.Method == NoiseBootstrap {
 		iv, ok := m.Noise.Intervals[stat]
 		if !ok {
-			return fmt.Sprintf("n=%d/%d < %d for %s: noise unknown", m.Noise.OldN, m.Noise.NewN, minSamplesFor(stat, m.Noise.Floor), stat)
+			return fmt.Sprintf("n=%d/%d: noise unknown, %s needs %d samples per side", m.Noise.OldN, m.Noise.NewN, stat, minSamplesFor(stat, m.Noise.Floor))
 		}
 		return fmt.Sprintf("Δ %s in [%s, %s] (%s)", stat, signed(iv.Lo), signed(iv.Hi), m.Noise.Note)
 	}

@@ -108,6 +108,10 @@ func splitPath(s string) ([]string, error) {
 				return nil, fmt.Errorf("unclosed [ in %q", s)
 			}
 			seg, err := strconv.Unquote(s[i+1 : i+end])
+			if isIndex(s[i+1 : i+end]) {
+				// points[1], as the table prints a load point's path.
+				seg, err = s[i+1:i+end], nil
+			}
 			if err != nil {
 				return nil, fmt.Errorf("bad quoted segment %s in %q", s[i:i+end+1], s)
 			}

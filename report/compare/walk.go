@@ -51,10 +51,18 @@ type entry struct {
 	samples       []float64 // nil when the report kept none for this metric
 	samplesNote   string    // why samples is nil although the phase has samples
 	deterministic bool      // seam runs: virtual time, no noise
+	// reps holds, per statistic, its value in each repetition of the
+	// scenario (run --repeat-runs), when the report has them.
+	reps map[string][]float64
+	// workload names a load point's offered load ("concurrency 8",
+	// "rate 20/s"): points are matched by position, and the same position
+	// under another load is not the same workload.
+	workload string
 }
 
-// metrics lists every metric of a report by its path key, in report order.
-func metrics(r *report.Report) (map[string]*entry, []string, error) {
+// metrics lists every metric of a report by its path key, in report order,
+// and the phases left out as pooled (walker.pooled).
+func metrics(r *report.Report) (map[string]*entry, []string, []string, error) {
 	w := &walker{byKey: map[string]*entry{}}
 	for _, rn := range r.RunNames() {
 		run := r.Runs[rn]
@@ -62,15 +70,35 @@ func metrics(r *report.Report) (map[string]*entry, []string, error) {
 			continue
 		}
 		if err := w.run(rn, run); err != nil {
-			return nil, nil, fmt.Errorf("run %s: %w", rn, err)
+			return nil, nil, nil, fmt.Errorf("run %s: %w", rn, err)
 		}
 	}
-	return w.byKey, w.order, nil
+	if r.Repetitions != nil {
+		for _, e := range w.byKey {
+			e.reps = repValues(r.Repetitions.Runs, e.path[1:])
+		}
+	}
+	return w.byKey, w.order, w.pooled, nil
+}
+
+// workloads counts the workloads a live phase's own distributions pool: its
+// prompt sizes, variants and load points. More than one means the
+// phase-level distribution mixes different workloads, which no comparison
+// may judge: a phase whose every prompt size got 50% slower can show a
+// faster pooled p50 when the mix of sizes shifts.
+func workloads(p *report.Phase) int {
+	return max(len(p.ByPromptTokens), len(p.Variants), len(p.Points))
 }
 
 type walker struct {
-	byKey    map[string]*entry
-	order    []string
+	byKey map[string]*entry
+	order []string
+	// pooled names the phases whose own distributions pool several
+	// workloads (prompt sizes, variants, load points) and so are left out:
+	// only their slices are compared.
+	pooled []string
+	// workload is set while a load point's metrics are walked.
+	workload string
 	seamLive bool // the run being walked is a live seam capture
 }
 
@@ -79,6 +107,7 @@ func (w *walker) add(e *entry) {
 	if _, dup := w.byKey[k]; dup {
 		return
 	}
+	e.workload = w.workload
 	w.byKey[k] = e
 	w.order = append(w.order, k)
 }
@@ -150,7 +179,12 @@ func (w *walker) run(rn string, run *report.Run) error {
 			return fmt.Errorf("phase %s: %w", pn, err)
 		}
 		pp := join(base, "phases", pn)
-		w.serving(pp, p.ServingMetrics, reqs, reqs != nil, nil)
+		if n := workloads(p); n > 1 {
+			w.pooled = append(w.pooled, fmt.Sprintf("%s/%s (%d workloads)", rn, pn, n))
+			w.scalar(join(pp, "errors", "rate"), p.ServingMetrics.Errors.Rate, false)
+		} else {
+			w.serving(pp, p.ServingMetrics, reqs, reqs != nil, nil)
+		}
 		for _, k := range report.PointKeys(p.ByPromptTokens) {
 			if pt := p.ByPromptTokens[k]; pt != nil && pt.ServingMetrics != nil {
 				w.serving(join(pp, "by_prompt_tokens", k), pt.ServingMetrics, reqs, reqs != nil, &k)
@@ -163,7 +197,14 @@ func (w *walker) run(rn string, run *report.Run) error {
 				continue
 			}
 			ip := join(pp, "points", strconv.Itoa(i))
-			w.serving(ip, lp.ServingMetrics, nil, false, nil)
+			w.workload = fmt.Sprintf("concurrency %d", lp.Concurrency)
+			if lp.Rate > 0 {
+				w.workload = fmt.Sprintf("rate %g/s", lp.Rate)
+			}
+			// A point's samples carry its label (engine/live names them
+			// the same way as the workload).
+			label := w.workload
+			w.serving(ip, lp.ServingMetrics, reqs, reqs != nil, &label)
 			w.dist(join(ip, "queue_ms"), lp.QueueMS, nil, "", false)
 			w.scalar(join(ip, "request_throughput_per_s"), lp.RequestThroughputPerS, false)
 			w.scalar(join(ip, "output_tokens_per_s"), lp.OutputTokensPerS, false)
@@ -173,6 +214,7 @@ func (w *walker) run(rn string, run *report.Run) error {
 				w.scalar(join(ip, "goodput", "good_requests_per_s"), g.GoodRequestsPerS, false)
 				w.scalar(join(ip, "goodput", "attained_pct"), g.AttainedPct, false)
 			}
+			w.workload = ""
 		}
 		for _, k := range report.PointKeys(p.Variants) {
 			if pt := p.Variants[k]; pt != nil && pt.ServingMetrics != nil {
@@ -203,6 +245,9 @@ func (w *walker) seam(path []string, m *report.SeamMetrics, ss []report.SeamSamp
 		}
 	}
 	w.dist(join(path, "seam_latency_ms"), m.SeamLatencyMS, lat, "", det)
+	if w.seamLive {
+		q = nil // a capture cannot see queueing: its samples hold none
+	}
 	w.dist(join(path, "queue_wait_ms"), m.QueueWaitMS, q, "", det)
 	w.scalar(join(path, "tokens_per_s"), m.TokensPerS, det)
 	w.scalar(join(path, "bytes_per_token"), m.BytesPerToken, det)
@@ -319,4 +364,57 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// repValues finds, under a repetitions tree (report.Repetitions.Runs), the
+// statistics at path (a metric's path below runs) and returns each one's
+// values across the repetitions; nil when the tree lacks the path.
+func repValues(tree map[string]any, path []string) map[string][]float64 {
+	var cur any = tree
+	for _, k := range path {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		case *[]any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(*c) {
+				return nil
+			}
+			cur = (*c)[i]
+		default:
+			return nil
+		}
+	}
+	m, ok := cur.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := map[string][]float64{}
+	for stat, v := range m {
+		switch x := v.(type) {
+		case report.RepStat:
+			out[stat] = x.Values
+		case map[string]any: // decoded from JSON
+			list, _ := x["values"].([]any)
+			var vals []float64
+			for _, e := range list {
+				if f, ok := e.(float64); ok {
+					vals = append(vals, f)
+				}
+			}
+			if len(vals) > 0 {
+				out[stat] = vals
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -7,6 +7,7 @@ package csv
 
 import (
 	stdcsv "encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -22,12 +23,23 @@ import (
 //     kind … error_message (columns 1–23);
 //   - kind "seam", an activation transfer over a seam (report.SeamSample):
 //     kind, run, phase, index (the token index; empty for prefill), then
-//     seam … connection_attempted (columns 24–45).
+//     seam … connection_attempted (columns 24–45);
+//   - kind "request" again for connect_ms, request_write_ms and
+//     target_prompt_tokens (columns 46–48), added later at the end.
+//
+// A request row names its slice of the phase in point: the prompt size of
+// a prefill phase ("512", the by_prompt_tokens key), the variant of a
+// prefix_cache phase (fresh, identical, small_suffix), the load point of a
+// load phase ("concurrency 8", "rate 4/s"; sweep points in order), empty
+// for decode and requests phases. index counts requests within that slice
+// (within the phase when there is none). start_ms is from the start of the
+// phase (of the load point for load phases).
 //
 // Columns that do not apply to a row's kind, and values a sample does not
 // have (the TTFT of a request that failed before its first token), are
-// empty, never 0. Numbers are plain decimals without exponents; durations
-// are milliseconds. Once shipped the header only grows, at the end.
+// empty, never 0. Numbers are plain decimals without exponents; units are
+// in the names (_ms milliseconds, _per_s per second, _tokens and _bytes
+// counts). Once shipped the header only grows, at the end.
 func Header() []string {
 	return []string{
 		"kind", "run", "phase", "point", "index", "ok", "error_class", "http_status",
@@ -38,21 +50,33 @@ func Header() []string {
 		"model_ms", "encode_ms", "framing_ms", "metadata_ms", "copy_allocation_ms", "copy_allocation_bytes",
 		"compression_ms", "decompression_ms", "connection_setup_ms", "queue_wait_ms", "transport_ms",
 		"seam_latency_ms", "payload_bytes", "wire_bytes", "compression_ratio", "connection_attempted",
+		"connect_ms", "request_write_ms", "target_prompt_tokens",
 	}
 }
 
 // csvSeamStart is the index of the first seam column ("seam"), csvWidth the
 // number of columns; a test holds them to Header.
 const (
-	csvSeamStart = 23
-	csvWidth     = 45
+	csvSeamStart  = 23
+	csvLaterStart = 45 // request columns added after the seam ones
+	csvWidth      = 48
 )
 
 // Write writes every sample of the report, run by run in run order and phase by
-// phase in phase order, under Header. A report kept without samples
-// (report.samples: false) gives the header alone.
+// phase in phase order, under Header: one row per request of every measured
+// live phase (prefill, decode, prefix_cache, requests, load) and one per
+// transfer of a seam phase. Warmup phases are counted, never measured, and
+// give no rows.
+//
+// A phase that measured requests or transfers but kept no samples (the
+// scenario had report.samples: false, or the report predates load phases
+// keeping theirs) is refused with that reason, naming the phase, rather
+// than written as a table that silently lacks it.
 func Write(w io.Writer, r *report.Report) error {
 	r = view.Sanitized(r) // the writer quotes, but a control byte would still reach whoever cats the file
+	if err := checkKept(r); err != nil {
+		return err
+	}
 	cw := stdcsv.NewWriter(w)
 	if err := cw.Write(Header()); err != nil {
 		return fmt.Errorf("writing CSV: %w", err)
@@ -86,6 +110,40 @@ func Write(w io.Writer, r *report.Report) error {
 	return nil
 }
 
+// ErrNoSamples is what Write's refusal of a phase without samples wraps.
+var ErrNoSamples = errors.New("the report keeps no samples for it")
+
+// checkKept refuses a report with a measured phase whose samples are not
+// in it.
+func checkKept(r *report.Report) error {
+	for _, rn := range r.RunNames() {
+		run := r.Runs[rn]
+		if run == nil {
+			continue
+		}
+		for _, pn := range run.PhaseNames() {
+			p := run.Phases[pn]
+			if p == nil || p.Samples != nil || p.Kind == report.KindWarmup {
+				continue
+			}
+			what, n := "requests", 0
+			switch {
+			case p.ServingMetrics != nil:
+				n = p.Requests
+			case p.SeamMetrics != nil:
+				what, n = "transfers", p.Transfers
+			}
+			if n == 0 {
+				continue
+			}
+			return fmt.Errorf("CSV: run %s, phase %s (%s) measured %d %s but %w: the scenario had report.samples: false, "+
+				"or the report was written before %s phases kept samples; run it again with report.samples on "+
+				"(the default), or stream the samples with tollgate run --samples-out", rn, pn, p.Kind, n, what, ErrNoSamples, p.Kind)
+		}
+	}
+	return nil
+}
+
 func requestRow(run, phase string, s report.RequestSample) []string {
 	row := make([]string, csvWidth)
 	phaseName := s.Phase
@@ -102,6 +160,7 @@ func requestRow(run, phase string, s report.RequestSample) []string {
 		optI(s.PromptTokens), optI(s.CompletionTokens), optI(s.CachedTokens), strconv.Itoa(s.SSETokenEvents), fmtF(s.StartMS),
 		strconv.FormatInt(s.BytesReceived, 10), s.TokenCountSource, s.FinishReason, msg,
 	})
+	copy(row[csvLaterStart:], []string{optF(s.ConnectMS), optF(s.RequestWriteMS), intOrEmpty(s.TargetPromptTokens)})
 	return row
 }
 

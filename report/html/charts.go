@@ -7,14 +7,17 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/view"
 )
 
-// figure is one chart as the template shows it.
+// figure is one chart as the template shows it: drawn wide and narrow
+// (the page shows the one that fits), with one legend for both.
 type figure struct {
-	Title  string
-	Note   string
-	SVG    template.HTML
-	Legend []legendView
+	Title     string
+	Note      string
+	SVG       template.HTML
+	SVGNarrow template.HTML
+	Legend    []legendView
 }
 
 type legendView struct {
@@ -29,8 +32,8 @@ type section struct {
 	Figures         []figure
 }
 
-func newFigure(title, note, svg string, legend []legendItem) figure {
-	fg := figure{Title: title, Note: note, SVG: template.HTML(svg)} // #nosec: svg escapes its own text
+func newFigure(title, note, svg, narrow string, legend []legendItem) figure {
+	fg := figure{Title: title, Note: note, SVG: template.HTML(svg), SVGNarrow: template.HTML(narrow)} // #nosec: svg escapes its own text
 	for _, l := range legend {
 		fg.Legend = append(fg.Legend, legendView{Key: l.Key, Name: l.Name, Swatch: template.HTML(l.Swatch)})
 	}
@@ -38,13 +41,15 @@ func newFigure(title, note, svg string, legend []legendItem) figure {
 }
 
 func (c lineChart) figure(note string) figure {
-	svg, legend := c.svg()
-	return newFigure(c.Title, note, svg, legend)
+	svg, legend := c.svgAt(wideGeom)
+	narrow, _ := c.svgAt(narrowGeom)
+	return newFigure(c.Title, note, svg, narrow, legend)
 }
 
 func (c barChart) figure(note string) figure {
-	svg, legend := c.svg()
-	return newFigure(c.Title, note, svg, legend)
+	svg, legend := c.svgAt(wideGeom)
+	narrow, _ := c.svgAt(narrowGeom)
+	return newFigure(c.Title, note, svg, narrow, legend)
 }
 
 // charts builds every chart the reports have data for. Each builder returns
@@ -300,10 +305,12 @@ func sweepAxes() []sweepAxis {
 }
 
 // sweepMetric is a figure drawn against a sweep axis; a new metric is a new
-// entry in sweepMetrics.
+// entry in sweepMetrics. slo names the load phase's SLO limit the metric is
+// held to, drawn as a line ("" for none).
 type sweepMetric struct {
 	title, unit string
 	y           func(*report.LoadPoint) *float64
+	slo         string
 }
 
 func sweepMetrics() []sweepMetric {
@@ -313,20 +320,41 @@ func sweepMetrics() []sweepMetric {
 				return lp.OutputTokensPerS
 			}
 			return lp.TotalTokensPerS
-		}},
+		}, ""},
 		{"Goodput", "req/s", func(lp *report.LoadPoint) *float64 {
 			if lp.Goodput == nil {
 				return nil
 			}
 			return lp.Goodput.GoodRequestsPerS
-		}},
+		}, ""},
 		{"TTFT p99", "ms", func(lp *report.LoadPoint) *float64 {
 			if lp.ServingMetrics == nil {
 				return nil
 			}
 			return lp.TTFTMS.P99
-		}},
+		}, "ttft_ms"},
 	}
+}
+
+// sloRules are the lines for the limit a load phase's SLO (its slo: field,
+// kept in each point's goodput.slo) sets on metric, one per distinct value.
+func sloRules(metric string, onX bool, pts ...[]*report.LoadPoint) []rule {
+	var out []rule
+	seen := map[float64]bool{}
+	for _, ps := range pts {
+		for _, lp := range ps {
+			if lp == nil || lp.Goodput == nil {
+				continue
+			}
+			v, ok := lp.Goodput.SLO[metric]
+			if !ok || !finite(v) || seen[v] {
+				continue
+			}
+			seen[v] = true
+			out = append(out, rule{V: v, Label: fmt.Sprintf("SLO %s ≤ %s", metric, fmtNum(v)), OnX: onX})
+		}
+	}
+	return out
 }
 
 // points are a phase's load points (nil for a nil phase).
@@ -359,7 +387,13 @@ func (c *charts) sweeps() []figure {
 					}
 					ch := lineChart{Title: fmt.Sprintf("%s against %s — %s · %s", m.title, ax.Label, rn, pn),
 						X: ax.axis, Y: axis{Label: m.title, Unit: m.unit, Zero: true}, Series: ss}
-					figs = append(figs, ch.figure(""))
+					note := ""
+					if m.slo != "" {
+						if ch.Rules = sloRules(m.slo, false, pts); len(ch.Rules) > 0 {
+							note = "Dashed line: the phase's SLO (slo." + m.slo + ")."
+						}
+					}
+					figs = append(figs, ch.figure(note))
 				}
 			}
 		}
@@ -435,39 +469,77 @@ type latencyMetric struct {
 	name, label string
 	reqs        func(*report.RequestSample) (float64, bool)
 	seams       func(*report.SeamSample) (float64, bool)
-	stat        func(*report.Phase) *report.Stat
+	live        func(*report.ServingMetrics) *report.Stat
+	seam        func(*report.SeamMetrics) *report.Stat
 }
 
 var latencyMetrics = []latencyMetric{
-	{"ttft_ms", "TTFT",
-		func(s *report.RequestSample) (float64, bool) { return val(s.TTFTMS), s.OK && s.TTFTMS != nil }, nil,
-		func(p *report.Phase) *report.Stat {
-			if p.ServingMetrics == nil {
-				return nil
-			}
-			return &p.TTFTMS
-		}},
-	{"e2e_ms", "end-to-end latency",
-		func(s *report.RequestSample) (float64, bool) { return s.E2EMS, s.OK }, nil,
-		func(p *report.Phase) *report.Stat {
-			if p.ServingMetrics == nil {
-				return nil
-			}
-			return &p.E2EMS
-		}},
-	{"seam_latency_ms", "seam latency", nil,
-		func(s *report.SeamSample) (float64, bool) { return s.SeamLatencyMS, true },
-		func(p *report.Phase) *report.Stat {
-			if p.SeamMetrics == nil {
-				return nil
-			}
-			return &p.SeamLatencyMS
-		}},
+	{name: "ttft_ms", label: "TTFT",
+		reqs: func(s *report.RequestSample) (float64, bool) { return val(s.TTFTMS), s.OK && s.TTFTMS != nil },
+		live: func(m *report.ServingMetrics) *report.Stat { return &m.TTFTMS }},
+	{name: "e2e_ms", label: "end-to-end latency",
+		reqs: func(s *report.RequestSample) (float64, bool) { return s.E2EMS, s.OK },
+		live: func(m *report.ServingMetrics) *report.Stat { return &m.E2EMS }},
+	{name: "seam_latency_ms", label: "seam latency",
+		seams: func(s *report.SeamSample) (float64, bool) { return s.SeamLatencyMS, true },
+		seam:  func(m *report.SeamMetrics) *report.Stat { return &m.SeamLatencyMS }},
 }
 
-// distribution returns a phase's values for m from its samples, or a CDF
-// traced through its percentiles when the report kept no samples.
-func (c *charts) distribution(rep *report.Report, rn, pn string, m latencyMetric) (pts []xy, approx bool) {
+func (m latencyMetric) title() string {
+	return strings.ToUpper(m.label[:1]) + m.label[1:] + " distribution"
+}
+
+// stat is m's statistic over a phase or a slice (nil when it has none).
+func (m latencyMetric) stat(sm *report.ServingMetrics, seam *report.SeamMetrics) *report.Stat {
+	switch {
+	case m.live != nil && sm != nil:
+		return m.live(sm)
+	case m.seam != nil && seam != nil:
+		return m.seam(seam)
+	}
+	return nil
+}
+
+// phaseSlice is one part of a live phase that a CDF draws as its own
+// curve: a prompt size, a prefix-cache variant or a load point. key is
+// what the phase's samples carry in point.
+type phaseSlice struct {
+	key, label string
+	metrics    *report.ServingMetrics
+}
+
+// slicesOf returns how a phase divides and its parts in order, or nothing
+// for a phase that is one population (decode, requests, one load point).
+func slicesOf(p *report.Phase) (by string, out []phaseSlice) {
+	if p == nil {
+		return "", nil
+	}
+	switch {
+	case len(p.ByPromptTokens) > 0:
+		for _, k := range report.PointKeys(p.ByPromptTokens) {
+			out = append(out, phaseSlice{k, k + " tokens", p.ByPromptTokens[k].ServingMetrics})
+		}
+		return "prompt size", out
+	case len(p.Variants) > 0:
+		for _, k := range report.PointKeys(p.Variants) {
+			out = append(out, phaseSlice{k, k, p.Variants[k].ServingMetrics})
+		}
+		return "variant", out
+	case len(p.Points) > 1:
+		for _, lp := range p.Points {
+			if lp != nil {
+				out = append(out, phaseSlice{view.PointLabel(lp), view.PointLabel(lp), lp.ServingMetrics})
+			}
+		}
+		return "load point", out
+	}
+	return "", nil
+}
+
+// distribution returns the values of m over a phase's samples (only those
+// of slice key, when sliced), or a CDF traced through the percentiles of
+// the phase or slice when the report kept no samples.
+func (c *charts) distribution(rep *report.Report, rn, pn string, m latencyMetric, sl *phaseSlice) (pts []xy, approx bool) {
 	p := phaseOf(rep, rn, pn)
 	if p == nil || p.Kind == report.KindWarmup {
 		return nil, false
@@ -476,12 +548,15 @@ func (c *charts) distribution(rep *report.Report, rn, pn string, m latencyMetric
 	var vals []float64
 	if m.reqs != nil {
 		for i := range s.req {
+			if sl != nil && s.req[i].Point != sl.key {
+				continue
+			}
 			if v, ok := m.reqs(&s.req[i]); ok {
 				vals = append(vals, v)
 			}
 		}
 	}
-	if m.seams != nil {
+	if m.seams != nil && sl == nil {
 		for i := range s.seam {
 			if v, ok := m.seams(&s.seam[i]); ok {
 				vals = append(vals, v)
@@ -491,7 +566,10 @@ func (c *charts) distribution(rep *report.Report, rn, pn string, m latencyMetric
 	if len(vals) > 0 {
 		return cdfPoints(vals, "ms"), false
 	}
-	st := m.stat(p)
+	st := m.stat(p.ServingMetrics, p.SeamMetrics)
+	if sl != nil {
+		st = m.stat(sl.metrics, nil)
+	}
 	if st == nil || st.Count == 0 {
 		return nil, false
 	}
@@ -508,87 +586,171 @@ func (c *charts) distribution(rep *report.Report, rn, pn string, m latencyMetric
 	return pts, true
 }
 
-// cdfs draws one chart per latency metric; with several runs, one per phase
-// too, so that no chart carries more series than a reader can tell apart.
+// cdfNote says how to read a CDF chart.
+func cdfNote(m latencyMetric, approx bool, rules []rule) string {
+	note := "Share of requests at or below each latency; markers at p50 and p95."
+	if m.seams != nil {
+		note = "Share of transfers at or below each latency; markers at p50 and p95."
+	}
+	if approx {
+		note += " Where the report kept no samples the curve is traced through its percentiles."
+	}
+	if len(rules) > 0 {
+		note += " Dashed line: the load phase's SLO (slo." + m.name + ")."
+	}
+	return note
+}
+
+func cdfChart(title string, m latencyMetric, ss []series, rules []rule) lineChart {
+	return lineChart{Title: title, X: axis{Label: m.label, Unit: "ms", Log: true},
+		Y: axis{Label: "share at or below", Unit: "%", HasMx: true, Max: 100, Zero: true}, Series: ss, Rules: rules}
+}
+
+// cdfs draws, per latency metric, one chart of the phases that are one
+// population each (with several runs, one such chart per phase, so that no
+// chart carries more series than a reader can tell apart), then one chart
+// per sliced phase with a curve per prompt size, variant or load point:
+// a mix of 512- and 4096-token prompts, or of every sweep point, in one
+// curve describes no request anyone sent.
 func (c *charts) cdfs() []figure {
 	var figs []figure
 	for _, m := range latencyMetrics {
-		type entry struct {
-			run, phase string
-			s          series
+		figs = append(figs, c.cdfByPhase(m)...)
+		figs = append(figs, c.cdfBySlice(m)...)
+	}
+	return figs
+}
+
+func (c *charts) cdfByPhase(m latencyMetric) []figure {
+	type entry struct {
+		run, phase string
+		s          series
+	}
+	var es []entry
+	var loads [][]*report.LoadPoint
+	approx := false
+	runs := map[string]bool{}
+	for _, rn := range c.r.RunNames() {
+		run := c.r.Runs[rn]
+		for _, pn := range run.PhaseNames() {
+			if by, _ := slicesOf(run.Phases[pn]); by != "" {
+				continue
+			}
+			pts, ap := c.distribution(c.r, rn, pn, m, nil)
+			if len(pts) == 0 {
+				continue
+			}
+			approx = approx || ap
+			runs[rn] = true
+			loads = append(loads, run.Phases[pn].Points)
+			es = append(es, entry{rn, pn, series{Color: c.color[rn], Marker: c.color[rn], Step: !ap, Pts: pts}})
+			if bpts, bap := c.distribution(c.base, rn, pn, m, nil); len(bpts) > 0 {
+				approx = approx || bap
+				es = append(es, entry{rn, pn, series{Color: c.color[rn], Marker: c.color[rn], Old: true, Step: !bap, Pts: bpts}})
+			}
 		}
-		var es []entry
-		approx := false
-		runs := map[string]bool{}
-		for _, rn := range c.r.RunNames() {
-			run := c.r.Runs[rn]
-			for _, pn := range run.PhaseNames() {
-				pts, ap := c.distribution(c.r, rn, pn, m)
+	}
+	if len(es) == 0 {
+		return nil
+	}
+	build := func(title string, es []entry, byPhase bool) figure {
+		var ss []series
+		phaseIdx := map[string]int{}
+		for _, e := range es {
+			s := e.s
+			if byPhase {
+				s.Name = e.run
+			} else {
+				// One run: phases are the series, each with its own identity.
+				if _, ok := phaseIdx[e.phase]; !ok {
+					phaseIdx[e.phase] = len(phaseIdx)
+				}
+				s.Color, s.Marker = phaseIdx[e.phase], phaseIdx[e.phase]
+				s.Name = e.phase
+				if len(runs) > 1 {
+					s.Name = e.run + " · " + e.phase
+				}
+			}
+			if s.Old {
+				s.Name += " (baseline)"
+			}
+			ss = append(ss, s)
+		}
+		rules := sloRules(m.name, true, loads...)
+		return cdfChart(title, m, ss, rules).figure(cdfNote(m, approx, rules))
+	}
+	if len(runs) > 1 {
+		var order []string
+		byPhase := map[string][]entry{}
+		for _, e := range es {
+			if _, ok := byPhase[e.phase]; !ok {
+				order = append(order, e.phase)
+			}
+			byPhase[e.phase] = append(byPhase[e.phase], e)
+		}
+		var figs []figure
+		for _, pn := range order {
+			figs = append(figs, build(fmt.Sprintf("%s — %s", m.title(), pn), byPhase[pn], true))
+		}
+		return figs
+	}
+	phases := map[string]bool{}
+	for _, e := range es {
+		phases[e.phase] = true
+	}
+	title := m.title() + " by phase"
+	if len(phases) == 1 {
+		title = m.title() + " — " + es[0].phase
+	}
+	return []figure{build(title, es, false)}
+}
+
+// cdfBySlice draws one chart per sliced phase of each run: a curve per
+// slice, its baseline dashed beside it.
+func (c *charts) cdfBySlice(m latencyMetric) []figure {
+	if m.reqs == nil {
+		return nil // seam phases are not sliced
+	}
+	var figs []figure
+	names := c.r.RunNames()
+	for _, rn := range names {
+		run := c.r.Runs[rn]
+		for _, pn := range run.PhaseNames() {
+			p := run.Phases[pn]
+			by, sls := slicesOf(p)
+			if by == "" || p.Kind == report.KindWarmup {
+				continue
+			}
+			var ss []series
+			approx := false
+			for k, sl := range sls {
+				pts, ap := c.distribution(c.r, rn, pn, m, &sl)
 				if len(pts) == 0 {
 					continue
 				}
 				approx = approx || ap
-				runs[rn] = true
-				e := entry{rn, pn, series{Color: c.color[rn], Marker: c.color[rn], Step: !ap, Pts: pts}}
-				es = append(es, e)
-				if bpts, bap := c.distribution(c.base, rn, pn, m); len(bpts) > 0 {
-					approx = approx || bap
-					es = append(es, entry{rn, pn, series{Color: c.color[rn], Marker: c.color[rn], Old: true, Step: !bap, Pts: bpts}})
-				}
-			}
-		}
-		if len(es) == 0 {
-			continue
-		}
-		note := "Share of requests at or below each latency; markers at p50 and p95."
-		if m.seams != nil {
-			note = "Share of transfers at or below each latency; markers at p50 and p95."
-		}
-		if approx {
-			note += " Where the report kept no samples the curve is traced through its percentiles."
-		}
-		build := func(title string, es []entry, byPhase bool) figure {
-			var ss []series
-			phaseIdx := map[string]int{}
-			for _, e := range es {
-				s := e.s
-				if byPhase {
-					s.Name = e.run
-				} else {
-					// One run: phases are the series, each with its own identity.
-					if _, ok := phaseIdx[e.phase]; !ok {
-						phaseIdx[e.phase] = len(phaseIdx)
+				ss = append(ss, series{Name: sl.label, Color: k, Marker: k, Step: !ap, Pts: pts})
+				_, bsls := slicesOf(phaseOf(c.base, rn, pn))
+				for _, bsl := range bsls {
+					if bsl.key != sl.key {
+						continue
 					}
-					s.Color, s.Marker = phaseIdx[e.phase], phaseIdx[e.phase]
-					s.Name = e.phase
-					if len(runs) > 1 {
-						s.Name = e.run + " · " + e.phase
+					if bpts, bap := c.distribution(c.base, rn, pn, m, &bsl); len(bpts) > 0 {
+						approx = approx || bap
+						ss = append(ss, series{Name: sl.label + " (baseline)", Color: k, Marker: k, Old: true, Step: !bap, Pts: bpts})
 					}
 				}
-				if s.Old {
-					s.Name += " (baseline)"
-				}
-				ss = append(ss, s)
 			}
-			ch := lineChart{Title: title, X: axis{Label: m.label, Unit: "ms", Log: true},
-				Y: axis{Label: "share at or below", Unit: "%", HasMx: true, Max: 100, Zero: true}, Series: ss}
-			return ch.figure(note)
+			if len(ss) == 0 {
+				continue
+			}
+			where := pn
+			if len(names) > 1 {
+				where = rn + " · " + pn
+			}
+			rules := sloRules(m.name, true, p.Points)
+			figs = append(figs, cdfChart(fmt.Sprintf("%s by %s — %s", m.title(), by, where), m, ss, rules).figure(cdfNote(m, approx, rules)))
 		}
-		if len(runs) > 1 {
-			var order []string
-			byPhase := map[string][]entry{}
-			for _, e := range es {
-				if _, ok := byPhase[e.phase]; !ok {
-					order = append(order, e.phase)
-				}
-				byPhase[e.phase] = append(byPhase[e.phase], e)
-			}
-			for _, pn := range order {
-				figs = append(figs, build(fmt.Sprintf("%s distribution — %s", strings.ToUpper(m.label[:1])+m.label[1:], pn), byPhase[pn], true))
-			}
-			continue
-		}
-		figs = append(figs, build(strings.ToUpper(m.label[:1])+m.label[1:]+" distribution by phase", es, false))
 	}
 	return figs
 }

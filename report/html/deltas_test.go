@@ -43,12 +43,16 @@ func liveReport(seed uint64, n int, ttft, rate, spread float64) *report.Report {
 // worse although they were within noise.
 func TestDeltasAgreeWithCompare(t *testing.T) {
 	route := runExample(t, "route-session.yaml")
+	quick := viaJSON(t, runExample(t, "quickstart.yaml"))
+	quickAgain := viaJSON(t, runExample(t, "quickstart.yaml"))
+	sizes := []string{"256", "4096"}
 	slower := viaJSON(t, route)
 	*slower.Runs["relay/cached"].Phases["decode"].SeamLatencyMS.P50 *= 1.2
 	for _, tc := range []struct {
 		name     string
 		old, new *report.Report
 		want     map[string]compare.Outcome // some outcomes the pair must show, by path.stat
+		noRow    string                     // a metric that must not be compared (a pooled distribution)
 	}{
 		{name: "noisy live, 3% slower: within noise", old: liveReport(1, 40, 100, 50, 0.4), new: liveReport(2, 40, 103, 50, 0.4),
 			want: map[string]compare.Outcome{"runs.server.phases.decode.ttft_ms.p50": compare.OutcomeSame}},
@@ -57,6 +61,12 @@ func TestDeltasAgreeWithCompare(t *testing.T) {
 				"runs.server.phases.decode.decode_tokens_per_s.p50": compare.OutcomeBetter}},
 		{name: "few samples: noise unknown", old: liveReport(1, 3, 100, 50, 0.02), new: liveReport(2, 3, 130, 50, 0.02),
 			want: map[string]compare.Outcome{"runs.server.phases.decode.ttft_ms.p50": compare.OutcomeUnknown}},
+		{name: "every prompt size 50% slower, pooled faster: worse per size", old: prefillReport(sizes, map[string][]float64{"256": spread(1, 5, 10), "4096": spread(2, 15, 100)}),
+			new: prefillReport(sizes, map[string][]float64{"256": spread(3, 15, 15), "4096": spread(4, 5, 150)}),
+			want: map[string]compare.Outcome{"runs.server.phases.prefill.by_prompt_tokens[256].ttft_ms.p50": compare.OutcomeWorse,
+				"runs.server.phases.prefill.by_prompt_tokens[4096].ttft_ms.p50": compare.OutcomeWorse},
+			noRow: "runs.server.phases.prefill.ttft_ms"},
+		{name: "quickstart twice: per prompt size and variant", old: quick, new: quickAgain, noRow: "runs.embedded.phases.prefill.ttft_ms"},
 		{name: "seam, deterministic", old: viaJSON(t, route), new: slower,
 			want: map[string]compare.Outcome{`runs["relay/cached"].phases.decode.seam_latency_ms.p50`: compare.OutcomeWorse,
 				`runs["direct/cached"].phases.decode.seam_latency_ms.p50`: compare.OutcomeSame}},
@@ -84,7 +94,15 @@ func TestDeltasAgreeWithCompare(t *testing.T) {
 					if row.Cells[j].Class != want {
 						t.Errorf("%s.%s: page says %s, compare says %s", m.Path, stat, row.Cells[j].Class, want)
 					}
+					if w := compare.Word(m, stat); row.Cells[j].Word != w {
+						t.Errorf("%s.%s: page reads %q, compare reads %q", m.Path, stat, row.Cells[j].Word, w)
+					}
 					got[m.Path+"."+stat] = row.Cells[j].Class
+				}
+			}
+			for _, m := range res.Metrics {
+				if tc.noRow != "" && m.Path == tc.noRow {
+					t.Errorf("%s is compared, pooled over different workloads", m.Path)
 				}
 			}
 			for k, want := range tc.want {
@@ -98,6 +116,39 @@ func TestDeltasAgreeWithCompare(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spread is n values around v, ±1%, seeded.
+func spread(seed uint64, n int, v float64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v * (1 + 0.02*(rng.Float64()-0.5))
+	}
+	return out
+}
+
+// prefillReport is a one-run live report whose prefill phase has a slice
+// per prompt size with the given TTFT samples, and their pool.
+func prefillReport(sizes []string, ttft map[string][]float64) *report.Report {
+	r := liveReport(1, 1, 1, 1, 0)
+	var all []float64
+	var samples []report.RequestSample
+	by := map[string]*report.Point{}
+	for _, size := range sizes {
+		v := ttft[size]
+		all = append(all, v...)
+		by[size] = &report.Point{ServingMetrics: &report.ServingMetrics{Requests: len(v), Succeeded: len(v), TTFTMS: report.NewStat(v),
+			Errors: report.ErrorSummary{ByClass: map[string]int{}}}}
+		for i := range v {
+			samples = append(samples, report.RequestSample{Phase: report.KindPrefill, Point: size, Index: len(samples), OK: true, TTFTMS: &v[i], E2EMS: v[i]})
+		}
+	}
+	run := r.Runs["server"]
+	run.PhaseOrder = []string{report.KindPrefill}
+	run.Phases = map[string]*report.Phase{report.KindPrefill: {Kind: report.KindPrefill, Samples: samples, ByPromptTokens: by,
+		ServingMetrics: &report.ServingMetrics{Requests: len(all), Succeeded: len(all), TTFTMS: report.NewStat(all), Errors: report.ErrorSummary{ByClass: map[string]int{}}}}}
+	return r
 }
 
 func statsOf(m *compare.Metric) []string {

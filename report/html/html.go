@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/compare"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
 
@@ -84,6 +83,8 @@ func statusBadge(s string) badge {
 		return badge{"incomplete", "error", "…"}
 	case report.StatusNotGated:
 		return badge{"not gated", "neutral", "–"}
+	case report.StatusSkipped:
+		return badge{"skipped", "neutral", "–"}
 	case "":
 		return badge{"unknown", "neutral", "?"}
 	}
@@ -244,7 +245,7 @@ func gateRows(r, base *report.Report) ([]gateRow, string) {
 		rows = append(rows, row)
 	}
 	var parts []string
-	for _, s := range []string{report.StatusPass, report.StatusFail, report.StatusError} {
+	for _, s := range []string{report.StatusPass, report.StatusFail, report.StatusError, report.StatusSkipped} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
@@ -269,20 +270,6 @@ type deltaCell struct {
 	Stat, Old, New, Delta, Word, Class string
 }
 
-// outcomeWord is how a cell names its outcome; a change within noise says so.
-func outcomeWord(o compare.Outcome, change string) string {
-	switch o {
-	case compare.OutcomeSame:
-		if change != "+0.0%" && change != view.Absent {
-			return "within noise"
-		}
-		return "same"
-	case compare.OutcomeUnknown:
-		return "noise unknown"
-	}
-	return o.String()
-}
-
 func deltaRows(r, base *report.Report) ([]deltaRow, error) {
 	if base == nil {
 		return nil, nil
@@ -296,7 +283,7 @@ func deltaRows(r, base *report.Report) ([]deltaRow, error) {
 		row := deltaRow{Run: d.Run, Phase: d.Where, Metric: d.Name, Better: d.Metric.Direction.String(), moved: d.Moved()}
 		for _, st := range d.Stats {
 			row.Cells = append(row.Cells, deltaCell{Stat: st.Stat, Old: st.Old, New: st.New, Delta: st.Change,
-				Word: outcomeWord(st.Outcome, st.Change), Class: st.Outcome.String()})
+				Word: st.Word, Class: st.Outcome.String()})
 		}
 		if len(row.Cells) == 1 {
 			row.Cells = append(row.Cells, deltaCell{Class: "na"})

@@ -33,6 +33,12 @@ func runExample(t *testing.T, name string) *report.Report {
 	if err := engine.Run(context.Background(), sc, r, engine.Options{ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
 	}
+	return judge(t, r, sc)
+}
+
+// judge evaluates the scenario's gates over r, as the CLI does.
+func judge(t *testing.T, r *report.Report, sc *scenarios.Scenario) *report.Report {
+	t.Helper()
 	env, err := gates.Env(r, sc.Vars)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +242,8 @@ func TestWriteQuickstart(t *testing.T) {
 	r := runExample(t, "quickstart.yaml")
 	page := render(t, viaJSON(t, r), nil)
 	checkPage(t, page, r, []string{"Time to first token by prompt size", "Decode throughput per run",
-		"Prefix-cache reuse: time to first token", "TTFT distribution by phase", "End-to-end latency distribution by phase"})
+		"Prefix-cache reuse: time to first token", "TTFT distribution — decode", "TTFT distribution by prompt size — prefill",
+		"TTFT distribution by variant — prefix_cache", "End-to-end latency distribution by prompt size — prefill"})
 	for _, s := range []string{"tollgate-sim", "/v1/models", "base_url", "small_suffix"} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)

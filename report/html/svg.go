@@ -15,15 +15,33 @@ import (
 // JavaScript and without a network, so every chart is finished markup.
 // Text is escaped here because the SVG reaches the template as trusted HTML.
 
-// Chart geometry in viewBox units; the SVG scales to its container.
+// Chart geometry in viewBox units; the SVG scales to its container. Every
+// chart is drawn twice, at two widths, and the page shows the one that fits
+// (a media query): scaled to its card, a viewBox unit stays within a few
+// percent of a CSS pixel at 1280 px and at 390 px, so 12-unit text never
+// shrinks below 11 px, where one 560-unit drawing squeezed onto a phone
+// came out at 7 px.
 const (
-	chartW   = 560.0
-	chartH   = 320.0
 	padTop   = 14.0
 	padRight = 18.0
 	padBot   = 50.0
 	fontPx   = 12.0
-	charPx   = 6.6 // rough advance of one character at fontPx, for label room
+	charPx   = 6.9 // rough advance of one character at fontPx, for label room
+)
+
+// geom is the size of one drawing of a chart.
+type geom struct {
+	W, H   float64
+	narrow bool // the phone drawing, class "chart narrow"
+}
+
+var (
+	// wideGeom fits a card of the two-column grid (about 520 px wide
+	// inside) and a one-column card up to 600 px viewports.
+	wideGeom = geom{W: 520, H: 310}
+	// narrowGeom fits a phone card: 390 px less the page's and the card's
+	// padding is 340 px.
+	narrowGeom = geom{W: 320, H: 290, narrow: true}
 )
 
 // axis is one axis of a chart. Unit is shown in the axis label.
@@ -34,6 +52,7 @@ type axis struct {
 	Zero  bool // include zero in the range (bars, latencies)
 	Max   float64
 	HasMx bool // Max is a fixed upper bound (percentiles end at 100)
+	fewer bool // a narrow x axis: about four ticks, not six, so labels keep apart
 }
 
 func (a axis) title() string {
@@ -72,6 +91,15 @@ type lineChart struct {
 	Title  string
 	X, Y   axis
 	Series []series
+	Rules  []rule
+}
+
+// rule is a labelled threshold line across the plot: a declared SLO. OnX
+// draws it vertically at X = V (a latency on a CDF), else horizontally.
+type rule struct {
+	V     float64
+	Label string
+	OnX   bool
 }
 
 // barSeries is one set of bars, one value per category (NaN: none).
@@ -179,7 +207,8 @@ func newScale(a axis, vals []float64, p0, p1 float64) scale {
 	}
 	s := scale{p0: p0, p1: p1, log: a.Log}
 	if a.Log {
-		s.lo, s.hi, s.ticks = logTicks(lo, hi)
+		// A narrow plot labels decades alone past two of them.
+		s.lo, s.hi, s.ticks = logTicks(lo, hi, math.Abs(p1-p0) < 320)
 	} else {
 		if a.Zero {
 			lo, hi = math.Min(lo, 0), math.Max(hi, 0)
@@ -187,7 +216,11 @@ func newScale(a axis, vals []float64, p0, p1 float64) scale {
 		if a.HasMx {
 			hi = a.Max
 		}
-		s.lo, s.hi, s.ticks = linTicks(lo, hi, 5)
+		n := 5
+		if a.fewer {
+			n = 3
+		}
+		s.lo, s.hi, s.ticks = linTicks(lo, hi, n)
 		if a.HasMx {
 			s.hi = a.Max
 		}
@@ -241,10 +274,10 @@ func linTicks(lo, hi float64, n int) (float64, float64, []float64) {
 	return nlo, nhi, ticks
 }
 
-func logTicks(lo, hi float64) (float64, float64, []float64) {
+func logTicks(lo, hi float64, narrow bool) (float64, float64, []float64) {
 	e0, e1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
 	mults := []float64{1, 2, 5}
-	if e1-e0 > 3 {
+	if e1-e0 > 3 || narrow && e1-e0 > 2 {
 		mults = []float64{1}
 	}
 	var all []float64
@@ -289,7 +322,7 @@ func tickLabel(t float64, ticks []float64, log bool) string {
 }
 
 // frame draws grid, ticks and axis titles; returns the plot box.
-func frame(b *strings.Builder, xs, ys scale, xTitle, yTitle string, xCats []string) {
+func frame(b *strings.Builder, g geom, xs, ys scale, xTitle, yTitle string, xCats []string) {
 	left, right := xs.p0, xs.p1
 	top, bottom := ys.p1, ys.p0
 	b.WriteString(`<g class="grid">`)
@@ -307,7 +340,7 @@ func frame(b *strings.Builder, xs, ys scale, xTitle, yTitle string, xCats []stri
 	}
 	b.WriteString(`</g>`)
 	fmt.Fprintf(b, `<path class="axis" d="M%s %sV%sH%s"/>`, f(left), f(top), f(bottom), f(right))
-	fmt.Fprintf(b, `<text class="atitle" x="%s" y="%s" text-anchor="middle">%s</text>`, f((left+right)/2), f(chartH-8), esc(xTitle))
+	fmt.Fprintf(b, `<text class="atitle" x="%s" y="%s" text-anchor="middle">%s</text>`, f((left+right)/2), f(g.H-8), esc(xTitle))
 	fmt.Fprintf(b, `<text class="atitle" transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, f((top+bottom)/2), esc(yTitle))
 }
 
@@ -369,8 +402,11 @@ func swatch(color, marker int, old, line bool) string {
 	return b.String()
 }
 
-// svg renders a line chart and its legend.
-func (c lineChart) svg() (string, []legendItem) {
+// svg renders a line chart at the wide size, and its legend.
+func (c lineChart) svg() (string, []legendItem) { return c.svgAt(wideGeom) }
+
+// svgAt renders a line chart at size g, and its legend.
+func (c lineChart) svgAt(g geom) (string, []legendItem) {
 	var xv, yv []float64
 	for _, s := range c.Series {
 		for _, p := range s.Pts {
@@ -387,11 +423,27 @@ func (c lineChart) svg() (string, []legendItem) {
 			}
 		}
 	}
-	ys := newScale(c.Y, yv, chartH-padBot, padTop)
-	xs := newScale(c.X, xv, leftPad(ys), chartW-padRight)
+	if len(xv) > 0 {
+		for _, r := range c.Rules {
+			if !finite(r.V) {
+				continue
+			}
+			if r.OnX {
+				xv = append(xv, r.V)
+			} else {
+				yv = append(yv, r.V)
+			}
+		}
+	}
+	ys := newScale(c.Y, yv, g.H-padBot, padTop)
+	c.X.fewer = g.narrow
+	xs := newScale(c.X, xv, leftPad(ys), g.W-padRight)
 	var b strings.Builder
-	openSVG(&b, c.Title)
-	frame(&b, xs, ys, c.X.title(), c.Y.title(), nil)
+	openSVG(&b, g, c.Title)
+	frame(&b, g, xs, ys, c.X.title(), c.Y.title(), nil)
+	if len(xv) > 0 {
+		drawRules(&b, xs, ys, c.Rules)
+	}
 	var legend []legendItem
 	for k, s := range c.Series {
 		fmt.Fprintf(&b, `<g class="s %s" data-k="%d">`, classes(s.Color, s.Old), k)
@@ -440,13 +492,51 @@ func (c lineChart) svg() (string, []legendItem) {
 	return b.String(), legend
 }
 
-func openSVG(b *strings.Builder, title string) {
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 %s %s" role="img" font-size="%s"><title>%s</title>`,
-		f(chartW), f(chartH), f(fontPx), esc(title))
+// drawRules draws each threshold as a dashed line with its label inside
+// the plot, at the end of the line that leaves the label the most room.
+func drawRules(b *strings.Builder, xs, ys scale, rules []rule) {
+	left, right, top, bottom := xs.p0, xs.p1, ys.p1, ys.p0
+	for _, r := range rules {
+		if !finite(r.V) {
+			continue
+		}
+		b.WriteString(`<g class="rule">`)
+		if r.OnX {
+			x := xs.at(r.V)
+			fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s"/>`, f(x), f(x), f(top), f(bottom))
+			// At the foot of the line: a CDF's curves rise to its left.
+			anchor, tx := "end", x-4
+			if x-left < float64(len([]rune(r.Label)))*charPx+8 {
+				anchor, tx = "start", x+4
+			}
+			fmt.Fprintf(b, `<text class="rlabel" x="%s" y="%s" text-anchor="%s">%s</text>`, f(tx), f(bottom-6), anchor, esc(r.Label))
+		} else {
+			y := ys.at(r.V)
+			fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s"/>`, f(left), f(right), f(y), f(y))
+			ty := y - 5
+			if y-top < 16 {
+				ty = y + 15
+			}
+			fmt.Fprintf(b, `<text class="rlabel" x="%s" y="%s" text-anchor="end">%s</text>`, f(right-4), f(ty), esc(r.Label))
+		}
+		fmt.Fprintf(b, `<title>%s</title></g>`, esc(r.Label))
+	}
 }
 
-// svg renders a bar chart and its legend.
-func (c barChart) svg() (string, []legendItem) {
+func openSVG(b *strings.Builder, g geom, title string) {
+	class := "chart"
+	if g.narrow {
+		class = "chart narrow"
+	}
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="%s" viewBox="0 0 %s %s" role="img" font-size="%s"><title>%s</title>`,
+		class, f(g.W), f(g.H), f(fontPx), esc(title))
+}
+
+// svg renders a bar chart at the wide size, and its legend.
+func (c barChart) svg() (string, []legendItem) { return c.svgAt(wideGeom) }
+
+// svgAt renders a bar chart at size g, and its legend.
+func (c barChart) svgAt(g geom) (string, []legendItem) {
 	var vals []float64
 	for i := range c.Cats {
 		sum := 0.0
@@ -468,7 +558,7 @@ func (c barChart) svg() (string, []legendItem) {
 	c.V.Zero = true
 	c.V.Log = false
 	var b strings.Builder
-	openSVG(&b, c.Title)
+	openSVG(&b, g, c.Title)
 	var vs, cs scale // value and category scales
 	var band float64
 	if c.Horizontal {
@@ -476,9 +566,10 @@ func (c barChart) svg() (string, []legendItem) {
 		for _, s := range c.Cats {
 			catW = max(catW, len([]rune(s)))
 		}
-		left := math.Min(20+float64(catW)*charPx, chartW*0.42)
-		vs = newScale(c.V, vals, left, chartW-padRight)
-		cs = scale{lo: 0, hi: float64(len(c.Cats)), p0: padTop, p1: chartH - padBot}
+		left := math.Min(20+float64(catW)*charPx, g.W*0.42)
+		c.V.fewer = g.narrow // the value axis runs across
+		vs = newScale(c.V, vals, left, g.W-padRight)
+		cs = scale{lo: 0, hi: float64(len(c.Cats)), p0: padTop, p1: g.H - padBot}
 		band = (cs.p1 - cs.p0) / math.Max(1, float64(len(c.Cats)))
 		// Value grid runs vertically.
 		b.WriteString(`<g class="grid">`)
@@ -492,18 +583,18 @@ func (c barChart) svg() (string, []legendItem) {
 			fmt.Fprintf(&b, `<text class="cat" x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s<title>%s</title></text>`, f(left-6), f(y), esc(clip(name, int((left-20)/charPx))), esc(name))
 		}
 		b.WriteString(`</g>`)
-		fmt.Fprintf(&b, `<path class="axis" d="M%s %sV%sH%s"/>`, f(left), f(cs.p0), f(cs.p1), f(chartW-padRight))
-		fmt.Fprintf(&b, `<text class="atitle" x="%s" y="%s" text-anchor="middle">%s</text>`, f((left+chartW-padRight)/2), f(chartH-8), esc(c.V.title()))
+		fmt.Fprintf(&b, `<path class="axis" d="M%s %sV%sH%s"/>`, f(left), f(cs.p0), f(cs.p1), f(g.W-padRight))
+		fmt.Fprintf(&b, `<text class="atitle" x="%s" y="%s" text-anchor="middle">%s</text>`, f((left+g.W-padRight)/2), f(g.H-8), esc(c.V.title()))
 	} else {
-		vs = newScale(c.V, vals, chartH-padBot, padTop)
+		vs = newScale(c.V, vals, g.H-padBot, padTop)
 		left := leftPad(vs)
-		cs = scale{lo: 0, hi: float64(len(c.Cats)), p0: left, p1: chartW - padRight}
+		cs = scale{lo: 0, hi: float64(len(c.Cats)), p0: left, p1: g.W - padRight}
 		band = (cs.p1 - cs.p0) / math.Max(1, float64(len(c.Cats)))
-		frame(&b, cs, vs, "", c.V.title(), c.Cats)
+		frame(&b, g, cs, vs, "", c.V.title(), c.Cats)
 		maxChars := int(band/charPx) + 1
 		for i, name := range c.Cats {
 			x := cs.p0 + band*(float64(i)+0.5)
-			fmt.Fprintf(&b, `<text class="cat" x="%s" y="%s" text-anchor="middle">%s<title>%s</title></text>`, f(x), f(chartH-padBot+16), esc(clip(name, maxChars)), esc(name))
+			fmt.Fprintf(&b, `<text class="cat" x="%s" y="%s" text-anchor="middle">%s<title>%s</title></text>`, f(x), f(g.H-padBot+16), esc(clip(name, maxChars)), esc(name))
 		}
 	}
 	groups := len(c.Series)
@@ -602,10 +693,20 @@ func cdfPoints(vals []float64, unit string) []xy {
 	n := float64(len(v))
 	pts := []xy{{X: v[0], Y: 0, Lo: math.NaN(), Hi: math.NaN()}}
 	p50, p95 := stats.Rank(int64(len(v)), 50)-1, stats.Rank(int64(len(v)), 95)-1
+	// Past maxCDFSteps samples (a long load phase keeps every request) the
+	// curve steps through evenly spaced ranks, p50, p95 and the maximum:
+	// finer than a plot's pixels, and the page stays small.
+	stride := max(1, (len(v)+maxCDFSteps-1)/maxCDFSteps)
 	for i, x := range v {
+		if i%stride != stride-1 && i != len(v)-1 && int64(i) != p50 && int64(i) != p95 {
+			continue
+		}
 		p := pt(x, float64(i+1)/n*100, fmt.Sprintf("%s %s ≤ p%s (n=%d)", fmtNum(x), unit, fmtNum(float64(i+1)/n*100), len(v)))
 		p.Mark = int64(i) == p50 || int64(i) == p95
 		pts = append(pts, p)
 	}
 	return pts
 }
+
+// maxCDFSteps bounds the points of one CDF curve.
+const maxCDFSteps = 400

@@ -62,6 +62,9 @@ func Write(w io.Writer, r *report.Report) error {
 		case g.Status == report.StatusError:
 			tc.Error = &junitProblem{Type: "gate_error", Message: view.GateReason(g, 10), Body: gateBody(g)}
 			suite.Errors++
+		case g.Status == report.StatusSkipped:
+			tc.Skipped = &junitSkipped{Message: g.Message}
+			suite.Skipped++
 		default: // not evaluated (e.g. --no-gate)
 			tc.Skipped = &junitSkipped{Message: "gate not evaluated: status " + g.Status}
 			suite.Skipped++

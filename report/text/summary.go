@@ -20,6 +20,9 @@ func Summary(w io.Writer, r *report.Report) error {
 	r = view.Sanitized(r) // no raw control byte from the wire reaches a terminal
 	ew := iox.NewErrWriter(w)
 	gates := view.Plural(len(r.Gates), "gate")
+	if n := view.Skipped(r); n > 0 {
+		gates += fmt.Sprintf(" (%d skipped: no baseline)", n)
+	}
 	switch r.Status {
 	case report.StatusIncomplete:
 		gates = "gates not judged (interrupted)"
@@ -27,6 +30,14 @@ func Summary(w io.Writer, r *report.Report) error {
 		gates = "gates not judged (--no-gate)"
 	}
 	fmt.Fprintf(ew, "%s — %s, %s: %s\n", r.Scenario.Name, view.Plural(len(r.RunOrder), "run"), gates, strings.ToUpper(r.Status))
+	if rep := r.Repetitions; rep != nil {
+		var most []string
+		for _, v := range rep.MostVariable(3, ".p50") {
+			most = append(most, fmt.Sprintf("%s %.1f %%", v.Path, 100*v.CV))
+		}
+		fmt.Fprintf(ew, "repeated %d times: the figures below are the last run's; the p50s that varied most across runs (cv): %s\n",
+			rep.Count, strings.Join(most, ", "))
+	}
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	seamHeader := false
@@ -56,6 +67,9 @@ func Summary(w io.Writer, r *report.Report) error {
 		fmt.Fprintln(ew, "gates:")
 		for _, g := range r.Gates {
 			verdict := strings.ToUpper(g.Status)
+			if g.Status == report.StatusSkipped {
+				verdict = "SKIP" // the line below says why
+			}
 			if g.Optional {
 				verdict += " (optional)"
 			}
@@ -68,6 +82,8 @@ func Summary(w io.Writer, r *report.Report) error {
 
 func writeGateDetail(w io.Writer, g report.GateResult) {
 	switch g.Status {
+	case report.StatusSkipped:
+		fmt.Fprintf(w, "        %s\n", g.Message)
 	case report.StatusError:
 		fmt.Fprintf(w, "        error: %s\n", g.Message)
 	case report.StatusFail:

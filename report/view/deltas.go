@@ -25,6 +25,7 @@ type DeltaStat struct {
 	Old, New string // Number, or Absent
 	Change   string // compare.FormatChange, or Absent
 	Outcome  compare.Outcome
+	Word     string // compare.Word: better, worse, changed, within noise, same, cannot tell
 }
 
 // Moved reports whether any statistic changed beyond noise, or changed at
@@ -51,16 +52,22 @@ func Deltas(old, new *report.Report) ([]Delta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("comparing with the baseline: %w", err)
 	}
+	return DeltasOf(res), nil
+}
+
+// DeltasOf lists every metric of a comparison already made, in the new
+// report's order: what tollgate compare's Markdown shows beside its table.
+func DeltasOf(res *compare.Result) []Delta {
 	out := make([]Delta, 0, len(res.Metrics))
 	for _, m := range res.Metrics {
 		d := Delta{Metric: m}
-		d.Run, d.Where, d.Name = place(new, m.Segments)
+		d.Run, d.Where, d.Name = place(res.New, m.Segments)
 		stats := []string{m.Headline()}
 		if !m.Scalar {
 			stats = append(stats, "p95")
 		}
 		for _, st := range stats {
-			ds := DeltaStat{Stat: st, Old: statValue(m.Old, st), New: statValue(m.New, st), Change: Absent, Outcome: m.Outcome(st)}
+			ds := DeltaStat{Stat: st, Old: statValue(m.Old, st), New: statValue(m.New, st), Change: Absent, Outcome: m.Outcome(st), Word: compare.Word(m, st)}
 			if pct, ok := m.Change(st); ok {
 				ds.Change = compare.FormatChange(pct)
 			}
@@ -68,7 +75,7 @@ func Deltas(old, new *report.Report) ([]Delta, error) {
 		}
 		out = append(out, d)
 	}
-	return out, nil
+	return out
 }
 
 func statValue(vals map[string]float64, stat string) string {

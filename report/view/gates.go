@@ -53,6 +53,17 @@ func FailedRuns(r *report.Report) []*report.Run {
 	return out
 }
 
+// Skipped counts the gates skipped (they read baseline; none was given).
+func Skipped(r *report.Report) int {
+	n := 0
+	for _, g := range r.Gates {
+		if g.Status == report.StatusSkipped {
+			n++
+		}
+	}
+	return n
+}
+
 // Interrupted reports whether the run was cut short and the report is partial.
 func Interrupted(r *report.Report) bool {
 	return r.Incomplete || r.Status == report.StatusIncomplete

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tollgate-dev/tollgate/gates"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/compare"
+)
+
+// errNoBaseline is a baseline required (--require-baseline) and not given.
+var errNoBaseline = errors.New("no baseline")
+
+// addBaselineFlags registers the flags of run and judge that give gates a
+// baseline.
+func addBaselineFlags(fs *pflag.FlagSet, path *string, allowAny, require *bool) {
+	fs.StringVar(path, "baseline", "", "an earlier report `OLD.json`, available to gates as baseline (same shape as the report); "+
+		"without one, or when the file does not exist, gates that read baseline are skipped")
+	fs.BoolVar(allowAny, "baseline-any", false, "accept a baseline from another scenario, model or host")
+	fs.BoolVar(require, "require-baseline", false, "exit 2 when no baseline is given or its file does not exist, instead of skipping the gates that read it")
+}
+
+// openBaseline reads the baseline report at path, and its environment for
+// gates. No path, or a path where no file is (the first night of a
+// nightly job, before any baseline was published), is no baseline: gates
+// that read it are skipped, unless require makes that an error. A file
+// that is there and is not a tollgate report is always an error.
+func openBaseline(path string, require bool, stderr io.Writer) (*report.Report, map[string]any, error) {
+	if path == "" {
+		if require {
+			return nil, nil, fmt.Errorf("--require-baseline: %w: give --baseline OLD.json", errNoBaseline)
+		}
+		return nil, nil, nil
+	}
+	base, err := report.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if require {
+			return nil, nil, fmt.Errorf("--require-baseline: %w: %w", errNoBaseline, err)
+		}
+		fmt.Fprintf(stderr, "tollgate: --baseline %s: no such file; gates that read baseline are skipped (--require-baseline makes this an error)\n", path)
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("--baseline: %w (give a report written by tollgate run --json-out)", err)
+	}
+	env, err := gates.BaselineEnv(base)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--baseline %s: %w", path, err)
+	}
+	return base, env, nil
+}
+
+// baselineComparable is compare.Comparable, except that a scenario that
+// differs is named by its fields (phases.decode.max_tokens), not by two
+// hashes.
+func baselineComparable(base, rep *report.Report, allowAny bool) error {
+	if allowAny || base == nil || rep == nil || base.Scenario.SHA256 == rep.Scenario.SHA256 {
+		return compare.Comparable(base, rep, allowAny)
+	}
+	fields := report.IdentityDiff(base.Scenario, rep.Scenario, "the baseline", "this scenario")
+	// Whatever else differs (host, model) is said too.
+	same := *base
+	same.Scenario.SHA256 = rep.Scenario.SHA256
+	rest := compare.Comparable(&same, rep, false)
+	if rest != nil && !errors.Is(rest, compare.ErrIncomparable) {
+		return rest // not a report, or another format: nothing to compare
+	}
+	list := fieldList(fields)
+	if rest != nil {
+		return fmt.Errorf("%w: the baseline measured another scenario; it differs in:%s\nand %w", compare.ErrIncomparable, list, rest)
+	}
+	return fmt.Errorf("%w: the baseline measured another scenario; it differs in:%s\npass --baseline-any to use it anyway", compare.ErrIncomparable, list)
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tollgate-dev/tollgate/engine"
+	"github.com/tollgate-dev/tollgate/gates"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/text"
+	"github.com/tollgate-dev/tollgate/report/view"
+)
+
+const judgeUsage = "Usage: tollgate judge SCENARIO REPORT.json [flags]\n\n" +
+	"Judge a saved report again with the scenario's gates, as they are now: change a\n" +
+	"threshold, re-judge without measuring again. The report must come from the same\n" +
+	"scenario (its identity: what is measured, not gates, descriptions, vars or the\n" +
+	"server's address); one from another is refused naming the fields that differ.\n" +
+	"Exits like run: 0 every gate passed, 1 a gate failed, 2 bad input (a report from\n" +
+	"another scenario, a file that is not a report), 3 the report's run did not complete\n" +
+	"or a gate errored.\n\nFlags:\n"
+
+type judgeOptions struct {
+	out             *outputs
+	load            loadOptions
+	quiet           bool
+	baseline        string
+	baselineAny     bool
+	requireBaseline bool
+}
+
+func judgeFlags(stderr io.Writer) (*pflag.FlagSet, *judgeOptions) {
+	o := &judgeOptions{}
+	fs := pflag.NewFlagSet("judge", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.out = addOutputFlags(fs, true)
+	fs.StringArrayVar(&o.load.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set vars.max_ratio=0.7")
+	fs.StringArrayVar(&o.load.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
+	fs.StringVar(&o.load.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout; errors still go to stderr")
+	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline)
+	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", judgeUsage, fs.FlagUsages()) }
+	return fs, o
+}
+
+// cmdJudge evaluates a scenario's gates over a saved report. Everything it
+// reads is known before it judges, so any input it refuses (the report,
+// the baseline, the scenario) is exit 2.
+func cmdJudge(args []string, stdout, stderr io.Writer) int {
+	fs, o := judgeFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return ExitPass
+		}
+		fmt.Fprintf(stderr, "tollgate judge: %v\nrun 'tollgate help judge' for the flags\n", err)
+		return ExitInvalid
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintf(stderr, "tollgate judge: expected SCENARIO and REPORT.json, got %d arguments\n", fs.NArg())
+		return ExitInvalid
+	}
+	path, reportPath := fs.Arg(0), fs.Arg(1)
+	rep, err := report.ReadFile(reportPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate judge: %v (give a report written by tollgate run --json-out)\n", err)
+		return ExitInvalid
+	}
+	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
+		return ExitInvalid
+	}
+	if rep.Repetitions != nil {
+		o.load.repeatRuns = rep.Repetitions.Count // its gates may read them
+	}
+	p, ok := prepare(path, o.load, true, baseEnv, stderr)
+	if !ok {
+		return ExitInvalid
+	}
+	// The report must have measured what this scenario measures.
+	fresh := engine.New(p.sc, engine.Options{ToolVersion: toolVersion()}).Scenario
+	if err := sameScenario(rep.Scenario, fresh); err != nil {
+		fmt.Fprintf(stderr, "tollgate judge: %s was not measured by %s: %v\n", reportPath, path, err)
+		return ExitInvalid
+	}
+	if base != nil {
+		if err := baselineComparable(base, rep, o.baselineAny); err != nil {
+			fmt.Fprintf(stderr, "tollgate judge: --baseline %s: %v\n", o.baseline, err)
+			return ExitInvalid
+		}
+	}
+	if err := o.out.check(fs, map[string]string{"scenario file": path, "report": reportPath, "baseline": o.baseline}); err != nil {
+		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
+		return ExitInvalid
+	}
+	dataStdout, ciStdout := stdout, stdout
+	if o.out.toStdout() {
+		stdout, ciStdout = stderr, stderr
+	}
+	if o.quiet {
+		stdout = io.Discard
+	}
+
+	// The report now carries the scenario that judged it: its vars and
+	// descriptions (its identity is the report's own).
+	rep.Scenario = fresh
+	verdict := judgeSaved(rep, p, baseEnv, stderr)
+	status, _ := gates.Verdict(verdict)
+	if !rep.Incomplete {
+		rep.Status = status
+	}
+
+	if _, err := report.Marshal(rep); err != nil {
+		verdict.OutputFailed = true
+		if o.out.path("json-out") == "" {
+			fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
+		}
+	}
+	if err := text.Summary(stdout, rep); err != nil {
+		fmt.Fprintf(stderr, "tollgate judge: writing summary: %v\n", err)
+		verdict.OutputFailed = true
+	}
+	if err := o.out.write(rep, base, dataStdout, stdout); err != nil {
+		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
+		verdict.OutputFailed = true
+	}
+	if err := ciOutputs(rep, path, ciStdout); err != nil {
+		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
+		verdict.OutputFailed = true
+	}
+	_, code := gates.Verdict(verdict)
+	return code
+}
+
+// judgeSaved evaluates the gates over a saved report. A report of a run
+// that did not complete is judged (its gates may say why) but exits 3,
+// as run would have; an interrupted one is partial and not judged.
+func judgeSaved(rep *report.Report, p *prepared, baseEnv map[string]any, stderr io.Writer) gates.Outcome {
+	failed := view.FailedRuns(rep)
+	verdict := gates.Outcome{Completed: len(failed) == 0}
+	for _, run := range failed {
+		fmt.Fprintf(stderr, "tollgate judge: run %s did not complete: %s\n", run.Name, run.Error)
+	}
+	if view.Interrupted(rep) {
+		fmt.Fprintln(stderr, "tollgate judge: the report is incomplete (its run was interrupted); its gates are not judged")
+		verdict.Completed, verdict.Unjudged = false, true
+		return verdict
+	}
+	env, err := gates.Env(rep, p.sc.Vars)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
+		verdict.Unjudged = true
+		return verdict
+	}
+	if baseEnv != nil {
+		env["baseline"] = baseEnv
+	}
+	rep.Gates = p.gates.Evaluate(env)
+	verdict.Results = rep.Gates
+	return verdict
+}
+
+// sameScenario checks that a saved report's scenario is the one given:
+// the same name and identity.
+func sameScenario(saved, sc report.ScenarioInfo) error {
+	diffs := report.IdentityDiff(saved, sc, "the report", "the scenario")
+	if saved.Name != sc.Name {
+		diffs = slices.DeleteFunc(diffs, func(d string) bool { return d == "name" })
+		diffs = append([]string{fmt.Sprintf("name (the report %q, the scenario %q)", saved.Name, sc.Name)}, diffs...)
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w in:%s", errOtherScenario, fieldList(diffs))
+}
+
+// maxFieldsShown bounds the fields a refusal lists: past a dozen, the
+// scenario is plainly another one.
+const maxFieldsShown = 12
+
+// fieldList is one indented line per field, the first maxFieldsShown.
+func fieldList(fields []string) string {
+	if len(fields) > maxFieldsShown {
+		fields = append(fields[:maxFieldsShown:maxFieldsShown], fmt.Sprintf("… and %d more", len(fields)-maxFieldsShown))
+	}
+	return "\n  " + strings.Join(fields, "\n  ")
+}
+
+// errOtherScenario is a saved report measured by another scenario.
+var errOtherScenario = errors.New("its scenario's identity differs")
