@@ -111,9 +111,15 @@ func (c *countedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Write counts the bytes before they leave, and takes back what was not
+// sent: counted after, a write could be answered and its transfer measured
+// before the writer's goroutine got to count it.
 func (c *countedConn) Write(p []byte) (int, error) {
+	c.w.written.Add(int64(len(p)))
 	n, err := c.Conn.Write(p)
-	c.w.written.Add(int64(n))
+	if n < len(p) {
+		c.w.written.Add(int64(n - len(p)))
+	}
 	return n, err
 }
 
