@@ -7,6 +7,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -364,6 +365,11 @@ func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []measure.M
 func poolSize(phases []*scenarios.Phase) int {
 	n := 4
 	for _, p := range phases {
+		if p.Kind == scenarios.PhaseTrace {
+			// An open loop too: keep-alive for what it may hold in flight.
+			n = max(n, min(cmp.Or(p.MaxInFlight, 4096), 4096))
+			continue
+		}
 		if p.Kind != scenarios.PhaseLoad {
 			continue
 		}
