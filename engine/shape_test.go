@@ -130,6 +130,11 @@ func ignored(p string) bool {
 	if serverSegment.MatchString(p) {
 		return true
 	}
+	// A live server may reason: its reasoning rate is in the shape, but the
+	// simulator standing in for one reasons only when configured to.
+	if reasoningRate.MatchString(p) {
+		return true
+	}
 	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata.", ".server_metrics.summaries."} {
 		if strings.Contains(p, s) {
 			return true
@@ -139,6 +144,8 @@ func ignored(p string) bool {
 }
 
 var serverSegment = regexp.MustCompile(`\.server(\.|\[|$)`)
+
+var reasoningRate = regexp.MustCompile(`\.reasoning_tokens_per_s(\.(mean|min|max|p\d+))?$`)
 
 func filter(m map[string]bool) map[string]bool {
 	out := map[string]bool{}
