@@ -29,7 +29,7 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 	if cfg.ArrivalClock == "read" {
 		clock = measure.ArrivalRead
 	}
-	send := &shapeSender{clock: clock, serverTimings: !run.Target.Embedded(), reasoning: -1}
+	send := &shapeSender{clock: clock, serverTimings: !run.Target.Embedded(), reasoning: -1, anthropic: run.Target.Kind == scenarios.KindAnthropic}
 	if run.Target.Embedded() && cfg.Sim != nil {
 		send.reasoning = cfg.Sim.ReasoningTokens
 	}
@@ -49,6 +49,8 @@ type shapeSender struct {
 	// reasoning is the simulator's reasoning tokens; -1 for a live server,
 	// which may or may not reason.
 	reasoning int
+	// anthropic: the Messages API, which counts no thinking tokens.
+	anthropic bool
 	scrapes   int
 }
 
@@ -96,6 +98,9 @@ func (s *shapeSender) channels(m *measure.Metrics, req measure.Request, completi
 	reasoning = min(reasoning, completion)
 	m.ReasoningTokens = &reasoning
 	if !req.Stream {
+		if s.anthropic && reasoning > 0 {
+			m.ReasoningTokens = nil // unknown in a whole message
+		}
 		return
 	}
 	answer := completion - reasoning
