@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,20 +50,19 @@ func itoa(n int) string {
 }
 
 // scripted serves one stream, written in the given pieces with a flush
-// (and a short pause, so the pieces arrive apart) after each.
-func scripted(t *testing.T, pieces []string, seen *http.Header) *httptest.Server {
+// (and a short pause, so the pieces arrive apart) after each; the request's
+// headers go to seen (buffered) before the answer starts.
+func scripted(t *testing.T, pieces []string, seen chan<- http.Header) *httptest.Server {
 	t.Helper()
-	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/messages" {
 			http.NotFound(w, r)
 			return
 		}
-		mu.Lock()
-		if seen != nil {
-			*seen = r.Header.Clone()
+		select {
+		case seen <- r.Header.Clone():
+		default:
 		}
-		mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
@@ -156,9 +154,10 @@ func TestStreamEvents(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var hdr http.Header
-			srv := scripted(t, tc.pieces, &hdr)
+			seen := make(chan http.Header, 1)
+			srv := scripted(t, tc.pieces, seen)
 			res := stream(t, newClient(t, srv.URL), 16)
+			hdr := <-seen
 			if hdr.Get("X-Api-Key") != testSecret || hdr.Get("Anthropic-Version") != Version || hdr.Get("Authorization") != "" {
 				t.Errorf("headers: x-api-key %q, anthropic-version %q, authorization %q", hdr.Get("X-Api-Key"), hdr.Get("Anthropic-Version"), hdr.Get("Authorization"))
 			}
