@@ -150,8 +150,15 @@ func (s *Server) Handler() http.Handler { return handler{s} }
 
 type handler struct{ s *Server }
 
+// SessionHeader is the route session header; the simulator echoes it on
+// every answer, as a route node does, so it can stand in for one.
+const SessionHeader = "X-Meshnet-Session"
+
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
+	if v := r.Header.Get(SessionHeader); v != "" {
+		w.Header().Set(SessionHeader, v)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
