@@ -135,7 +135,7 @@ type Result struct {
 	TargetPromptTokens int `json:"-"`
 	// Reply is the answer itself, when Request.Transcript asked for it.
 	Reply *Reply `json:"-"`
-	Err                *Error `json:"error,omitempty"`
+	Err   *Error `json:"error,omitempty"`
 }
 
 // Token count sources, reported as token_count_source.
