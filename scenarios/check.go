@@ -15,7 +15,7 @@ var (
 	transports   = []string{"direct", "relay"}
 	cacheModes   = []string{"cached", "stateless"}
 	compressions = []string{"none", "zlib"}
-	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad}
+	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad, PhaseSessions, PhaseAgent}
 	arrivals     = []string{"poisson", "constant", "gamma"}
 	distKinds    = []string{"uniform", "normal"}
 	endpoints    = []string{"chat", "completions"}
@@ -37,6 +37,8 @@ var livePhaseKeys = map[string][]string{
 	PhaseRequests:    {"kind", "description", "requests", "max_tokens", "repeat", "max_error_rate"},
 	PhaseLoad: {"kind", "description", "concurrency", "rate", "arrival", "burstiness", "requests", "duration", "ramp_up",
 		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate"},
+	PhaseSessions: sessionsKeys,
+	PhaseAgent:    agentKeys,
 }
 
 func oneOf(v string, set []string) bool {
@@ -111,6 +113,7 @@ func check(d *decoder, doc *document) {
 		}
 		if anyLive(doc.Targets) {
 			checkLivePhase(d, p)
+			checkConversationContext(e, p, doc.Targets)
 		}
 	}
 	names := map[string]bool{}
@@ -383,6 +386,8 @@ func checkLivePhase(d *decoder, p *Phase) {
 		}
 	case PhaseLoad:
 		checkLoad(e, p, path)
+	case PhaseSessions, PhaseAgent:
+		checkConversation(e, p, path)
 	case PhaseRequests:
 		if len(p.Requests.List) == 0 {
 			e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)

@@ -38,6 +38,12 @@ const (
 	PhaseRequests    = report.KindRequests
 )
 
+// Conversation phase kinds (sessions.go).
+const (
+	PhaseSessions = report.KindSessions
+	PhaseAgent    = report.KindAgent
+)
+
 // document is the YAML file as written, before matrix expansion.
 type document struct {
 	Meta
@@ -377,6 +383,9 @@ type Phase struct {
 	// is a distribution rather than a number (load phases).
 	PromptDist    *Dist `yaml:"-" json:"prompt_dist,omitempty"`
 	MaxTokensDist *Dist `yaml:"-" json:"max_tokens_dist,omitempty"`
+
+	// Sessions and agent phases (sessions.go).
+	Conversation `yaml:",inline"`
 }
 
 // Dist is a seeded distribution of token counts.
