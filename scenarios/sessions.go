@@ -39,6 +39,8 @@ type ToolSpec struct {
 	Parameters  map[string]any `yaml:"parameters" json:"parameters,omitempty"`
 	// Definition is the tool as sent in a request's tools, set at load.
 	Definition json.RawMessage `yaml:"-" json:"-"`
+	// Schema is Parameters compiled, to check the arguments of each call.
+	Schema *jsonschema.Schema `yaml:"-" json:"-"`
 }
 
 var (
@@ -143,7 +145,7 @@ func checkConversation(e *errs, p *Phase, path string) {
 			e.add(t.At("parameters"), "%s.parameters: %v", tp, err)
 			continue
 		}
-		if err := compileToolSchema(params); err != nil {
+		if t.Schema, err = compileToolSchema(params); err != nil {
 			e.add(t.At("parameters"), "%s.parameters: not a valid JSON Schema: %v", tp, err)
 			continue
 		}
@@ -157,21 +159,22 @@ func checkConversation(e *errs, p *Phase, path string) {
 
 // compileToolSchema compiles a tool's parameters as a JSON Schema (draft
 // 2020-12 unless it names another), which checks it against its meta-schema.
-func compileToolSchema(params []byte) error {
+func compileToolSchema(params []byte) (*jsonschema.Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	const url = "tollgate:tool-parameters.json"
 	if err := c.AddResource(url, v); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := c.Compile(url); err != nil {
-		return errors.New(schemaLeaves(err.Error()))
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, errors.New(schemaLeaves(err.Error()))
 	}
-	return nil
+	return sch, nil
 }
 
 // schemaLeaves shortens the library's nested report to its deepest lines

@@ -75,6 +75,7 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 		m.Server = t
 	}
 	res.Metrics = m
+	res.Reply = shapeReply(req)
 	return res
 }
 
