@@ -284,6 +284,8 @@ type SimConfig struct {
 	Seed                int64    `yaml:"seed" json:"seed,omitempty"`
 	// Faults are injected on demand, to test how the client and gates cope.
 	Faults []FaultSpec `yaml:"faults" json:"faults,omitempty"`
+	// ToolCalls: how the simulator answers requests that offer tools (sessions.go).
+	ToolCalls *SimToolCalls `yaml:"tool_calls" json:"tool_calls,omitempty"`
 }
 
 // IntList is one integer or a list of them (prompt_tokens: 512 or [512, 1024]).

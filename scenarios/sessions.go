@@ -255,3 +255,14 @@ func checkConversationContext(e *errs, p *Phase, targets []*Target) {
 			p.Name, key, what, need, t.Name, window, key)
 	}
 }
+
+// SimToolCalls is the embedded simulator's tool-call behaviour: the chance
+// an answer to a request offering tools calls them, the size of each
+// call's arguments, and the calls per answer. Unset keys keep the
+// simulator's defaults (0.5, 16, 1).
+type SimToolCalls struct {
+	Meta           `json:"-"`
+	Probability    *float64 `yaml:"probability" json:"probability,omitempty"`
+	ArgumentTokens int      `yaml:"argument_tokens" json:"argument_tokens,omitempty"`
+	PerReply       int      `yaml:"per_reply" json:"per_reply,omitempty"`
+}
