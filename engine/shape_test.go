@@ -197,21 +197,27 @@ func TestShapeIsTheReport(t *testing.T) {
 // loaded machine does not merge them into one arrival (no decode interval).
 func TestShapeIsTheReportForEveryKind(t *testing.T) {
 	phases := map[string]string{
-		"warmup":       `{requests: 2}`,
-		"prefill":      `{prompt_tokens: [32, 64], repeat: 2}`,
-		"decode":       `{prompt_tokens: 32, max_tokens: 4, repeat: 2}`,
-		"prefix_cache": `{prompt_tokens: 64, suffix_tokens: 8, repeat: 2}`,
-		"requests":     `{kind: requests, requests: [{messages: [{role: user, content: hi}], max_tokens: 3}]}`,
-		"load":         `{kind: load, sweep: {concurrency: [1, 2]}, requests: 4, prompt_tokens: 16, max_tokens: 4, slo: {ttft_ms: 1000}}`,
-		"load_rate":    `{kind: load, rate: 200, requests: 4, prompt_tokens: 16, max_tokens: 4}`,
+		"warmup":        `{requests: 2}`,
+		"prefill":       `{prompt_tokens: [32, 64], repeat: 2}`,
+		"decode":        `{prompt_tokens: 32, max_tokens: 4, repeat: 2}`,
+		"prefix_cache":  `{prompt_tokens: 64, suffix_tokens: 8, repeat: 2}`,
+		"requests":      `{kind: requests, requests: [{messages: [{role: user, content: hi}], max_tokens: 3}]}`,
+		"load":          `{kind: load, sweep: {concurrency: [1, 2]}, requests: 4, prompt_tokens: 16, max_tokens: 4, slo: {ttft_ms: 1000}}`,
+		"load_rate":     `{kind: load, rate: 200, requests: 4, prompt_tokens: 16, max_tokens: 4}`,
+		"sessions":      `{kind: sessions, sessions: 2, turns: 3, concurrency: 2, prompt_tokens: 16, max_tokens: 4, think_time_ms: {distribution: uniform, min: 1, max: 2}}`,
+		"sessions_rate": `{kind: sessions, sessions: 2, turns: 2, rate: 100, prompt_tokens: 16, max_tokens: 4}`,
+		"agent": `{kind: agent, sessions: 3, concurrency: 3, max_steps: 4, prompt_tokens: 16, max_tokens: 8, tool_latency_ms: {distribution: uniform, min: 1, max: 2},
+		             tools: [{name: search, parameters: {type: object, properties: {input: {type: string}}}}]}`,
 	}
-	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: 5 * time.Millisecond}})
+	always := 1.0 // every answer to tools calls them, so each tool figure has samples
+	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: 5 * time.Millisecond},
+		ToolCalls: &scenarios.SimToolCalls{Probability: &always}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
 	targets := map[string]string{
-		"embedded": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms}}`,
+		"embedded": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms, tool_calls: {probability: 1}}}`,
 		"openai":   `{kind: openai, base_url: "` + url + `", stream: %v}`,
 	}
 	for name, spec := range phases {

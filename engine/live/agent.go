@@ -113,6 +113,11 @@ func (agentKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 	})
 	if ph.ServingMetrics != nil {
 		ph.ByStep = c.steps()
+		if _, shape := r.send.(*shapeSender); shape {
+			// How many steps a task takes is the model's choice: a gate may
+			// read any step, and finds out at run time whether one was reached.
+			ph.ByStep = map[string]*report.Point{"*": ph.ByStep["1"]}
+		}
 		st.TimeToFirstToolCallMS, st.StepLatencyMS, st.StepsPerTask = report.StatFrom(firstTool), report.StatFrom(stepLat), report.StatFrom(steps)
 		st.TaskE2EMS, st.ToolLatencyMS = report.StatFrom(taskE2E), report.StatFrom(toolLat)
 		ph.Agent = st
