@@ -32,6 +32,9 @@ type RunOptions struct {
 	SampleSink func(report.RequestSample)
 	// Grace lets requests in flight finish after an interrupt.
 	Grace time.Duration
+	// SessionGates name the scenario's gates that read a seam sample's
+	// session_id (a live seam's warning names them).
+	SessionGates []string
 }
 
 // Drivers are the target kinds by name.
@@ -39,6 +42,8 @@ var Drivers = map[string]Driver{
 	scenarios.KindSeam:     seamDriver{},
 	scenarios.KindOpenAI:   liveDriver{},
 	scenarios.KindEmbedded: liveDriver{},
+	// The Messages API: the same executor, another protocol (live.Protocols).
+	scenarios.KindAnthropic: liveDriver{},
 }
 
 func driverOf(run *scenarios.Run) (Driver, error) {
@@ -49,18 +54,34 @@ func driverOf(run *scenarios.Run) (Driver, error) {
 	return d, nil
 }
 
-// seamDriver: stub seams, deterministic in virtual time.
+// seamDriver: stub seams, deterministic in virtual time, and seams
+// captured on a live endpoint.
 type seamDriver struct{}
 
-func (seamDriver) Validate(*scenarios.Run) error { return nil }
+func (seamDriver) Validate(run *scenarios.Run) error {
+	ep := run.Target.Seam.Endpoint
+	if ep == nil || !ep.Embedded() {
+		return nil
+	}
+	if err := embedded.Validate(ep.Sim); err != nil {
+		return fmt.Errorf("%s: targets.%s.endpoint.sim: %w", ep.Pos, run.Target.Name, err)
+	}
+	return nil
+}
 
-// Shape of a seam run is its result: it is deterministic and costs
-// microseconds.
+// Shape of a stub seam run is its result: it is deterministic and costs
+// microseconds. A live seam's is the capture's code over placeholders.
 func (seamDriver) Shape(run *scenarios.Run, samples bool) (*report.Run, error) {
+	if run.Target.Seam.Live() {
+		return seam.ShapeLive(run, samples), nil
+	}
 	return seam.Run(context.Background(), run, samples)
 }
 
 func (seamDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {
+	if run.Target.Seam.Live() {
+		return seam.Capture(ctx, run, seam.LiveOptions{Samples: opts.Samples, LookupEnv: opts.LookupEnv, SessionGates: opts.SessionGates})
+	}
 	return seam.Run(ctx, run, opts.Samples)
 }
 

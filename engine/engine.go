@@ -75,7 +75,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Opt
 			r.EndedAt = now().UTC()
 			return err
 		}
-		rr, err := runOne(ctx, run, sc.Samples, opts)
+		rr, err := runOne(ctx, run, sc, opts)
 		if rr == nil {
 			rr = &report.Run{Phases: map[string]*report.Phase{}}
 		}
@@ -100,7 +100,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Opt
 	return nil
 }
 
-func runOne(ctx context.Context, run *scenarios.Run, samples bool, opts Options) (*report.Run, error) {
+func runOne(ctx context.Context, run *scenarios.Run, sc *scenarios.Scenario, opts Options) (*report.Run, error) {
 	d, err := driverOf(run)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,12 @@ func runOne(ctx context.Context, run *scenarios.Run, samples bool, opts Options)
 	if grace == 0 {
 		grace = 5 * time.Second
 	}
-	ro := RunOptions{Samples: samples, LookupEnv: opts.LookupEnv, OnProgress: opts.OnProgress, Grace: grace}
+	ro := RunOptions{Samples: sc.Samples, LookupEnv: opts.LookupEnv, OnProgress: opts.OnProgress, Grace: grace}
+	for _, g := range sc.Gates {
+		if strings.Contains(g.Expr, "session_id") {
+			ro.SessionGates = append(ro.SessionGates, g.Name)
+		}
+	}
 	if opts.SampleSink != nil {
 		ro.SampleSink = func(s report.RequestSample) { opts.SampleSink(run.Name, s) }
 	}
@@ -126,10 +131,11 @@ func decorate(rr *report.Run, run *scenarios.Run) {
 	rr.Target.Name, rr.Target.Kind = t.Name, t.Kind
 	if t.Seam != nil {
 		rr.Target.Description = t.Seam.Description
-		rr.Target.Config = t.Seam
+		rr.Target.Config = redactedSeam(t.Seam)
 	}
 	if t.OpenAI != nil {
-		if t.Embedded() {
+		if t.Embedded() && t.Kind != scenarios.KindAnthropic {
+			// (kind anthropic keeps its name: it says which protocol ran.)
 			rr.Target.Kind = scenarios.KindEmbedded
 		}
 		rr.Target.Description = t.OpenAI.Description
@@ -206,14 +212,19 @@ func CheckEnv(sc *scenarios.Scenario, lookup func(string) (string, bool)) error 
 	var list scenarios.ErrorList
 	seen := map[string]bool{}
 	for _, run := range sc.Runs {
-		o := run.Target.OpenAI
-		if o == nil || o.APIKeyEnv == "" || seen[run.Target.Name] {
+		name, at, path := "", scenarios.Pos{}, "api_key_env"
+		if o := run.Target.OpenAI; o != nil {
+			name, at = o.APIKeyEnv, o.At("api_key_env")
+		} else if s := run.Target.Seam; s.Live() {
+			name, at, path = s.Endpoint.APIKeyEnv, s.Endpoint.At("api_key_env"), "endpoint.api_key_env"
+		}
+		if name == "" || seen[run.Target.Name] {
 			continue
 		}
 		seen[run.Target.Name] = true
-		if v, ok := lookup(o.APIKeyEnv); !ok || v == "" {
-			list = append(list, &scenarios.Error{Pos: o.At("api_key_env"),
-				Msg: fmt.Sprintf("targets.%s.api_key_env: environment variable %s is not set (or empty); nothing was sent", run.Target.Name, o.APIKeyEnv)})
+		if v, ok := lookup(name); !ok || v == "" {
+			list = append(list, &scenarios.Error{Pos: at,
+				Msg: fmt.Sprintf("targets.%s.%s: environment variable %s is not set (or empty); nothing was sent", run.Target.Name, path, name)})
 		}
 	}
 	if len(list) == 0 {
@@ -263,13 +274,39 @@ func redactedConfig(o *scenarios.OpenAITarget) *scenarios.OpenAITarget {
 	return &c
 }
 
+// redactedSeam copies a seam target's config with a live endpoint's secret
+// header values and base URL password replaced, for the report.
+func redactedSeam(s *scenarios.SeamTarget) *scenarios.SeamTarget {
+	if s.Endpoint == nil {
+		return s
+	}
+	c, ep := *s, *s.Endpoint
+	ep.BaseURL = redact.URL(ep.BaseURL)
+	if len(ep.Headers) > 0 {
+		ep.Headers = make(map[string]string, len(s.Endpoint.Headers))
+		for k, v := range s.Endpoint.Headers {
+			if redact.IsSecretHeader(k, ep.SecretHeaders) {
+				v = redact.Value
+			}
+			ep.Headers[k] = v
+		}
+	}
+	c.Endpoint = &ep
+	return &c
+}
+
 // redactedVars copies the scenario's vars with the string values of
-// secret-looking names replaced: gates read sc.Vars, the report shows these.
+// secret-looking names replaced, and URL passwords in any string value:
+// gates read sc.Vars, the report shows these.
 func redactedVars(vars map[string]any) map[string]any {
 	out := make(map[string]any, len(vars))
 	for k, v := range vars {
-		if _, ok := v.(string); ok && redact.IsSecretName(k) {
-			v = redact.Value
+		if str, ok := v.(string); ok {
+			if redact.IsSecretName(k) {
+				v = redact.Value
+			} else {
+				v = redact.URL(str) // vars.base_url=http://user:pw@host
+			}
 		}
 		out[k] = v
 	}
@@ -279,6 +316,15 @@ func redactedVars(vars map[string]any) map[string]any {
 // runRedactor knows the secrets a run's scenario names (secret header
 // values, the base URL's password), for its error message.
 func runRedactor(run *scenarios.Run) *redact.Redactor {
+	if s := run.Target.Seam; s.Live() {
+		secrets := redact.URLSecrets(s.Endpoint.BaseURL)
+		for k, v := range s.Endpoint.Headers {
+			if redact.IsSecretHeader(k, s.Endpoint.SecretHeaders) {
+				secrets = append(secrets, v)
+			}
+		}
+		return redact.New(secrets...)
+	}
 	o := run.Target.OpenAI
 	if o == nil {
 		return redact.New()

@@ -3,6 +3,7 @@
 package report
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -79,11 +80,36 @@ type Run struct {
 	PhaseOrder []string          `json:"phase_order"`
 
 	// Seam runs.
+	// Source is stub (virtual time) or live (captured on an endpoint).
+	Source       string                  `json:"source,omitempty"`
 	OutputTokens []string                `json:"output_tokens,omitempty"`
 	SessionID    string                  `json:"session_id,omitempty"`
 	Connections  *Connections            `json:"connections,omitempty"`
 	Cleanup      *Cleanup                `json:"cleanup,omitempty"`
 	Seams        map[string]*SeamMetrics `json:"seams,omitempty"`
+	// Relay counts what the in-process relay of a live relay seam carried.
+	Relay *RelayCounters `json:"relay,omitempty"`
+	// Warnings are findings of a live seam capture that do not fail the run
+	// but change how to read it (a session header never echoed).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Seam run sources.
+const (
+	SourceStub = "stub"
+	SourceLive = "live"
+)
+
+// RelayCounters are what the relay a live seam ran through carried, counted
+// by the relay itself: connections accepted from the client and dialled
+// upstream, bytes each way, and connections still open after the session
+// closed.
+type RelayCounters struct {
+	Connections         int   `json:"connections"`
+	UpstreamConnections int   `json:"upstream_connections"`
+	BytesToUpstream     int64 `json:"bytes_to_upstream"`
+	BytesFromUpstream   int64 `json:"bytes_from_upstream"`
+	OpenConnections     int   `json:"open_connections"`
 }
 
 // Target describes what a run measured; Config never holds secrets.
@@ -107,6 +133,10 @@ type Target struct {
 // Connections counts connection attempts over a run.
 type Connections struct {
 	Attempts int `json:"attempts"`
+	// StaleRetries counts transfers sent again on a fresh connection after
+	// a reused one failed before any response byte (the server had closed
+	// it); always 0 on a stub.
+	StaleRetries int `json:"stale_retries"`
 }
 
 // Cleanup is the state of a seam route session taken after it was closed.
@@ -272,6 +302,13 @@ type ServingMetrics struct {
 	ArrivalClock string `json:"arrival_clock,omitempty"`
 	// Warnings are findings that do not fail the run but change how to read it.
 	Warnings []string `json:"warnings"`
+	// TTFOMS is request start → first answer-content token (after any
+	// reasoning); the reasoning figures are 0 or absent for a model that
+	// does not reason; AnswerTokensPerS is the answer channel's decode rate.
+	TTFOMS              Stat `json:"ttfo_ms"`
+	ReasoningTokens     Stat `json:"reasoning_tokens"`
+	ReasoningTokensPerS Stat `json:"reasoning_tokens_per_s"`
+	AnswerTokensPerS    Stat `json:"answer_tokens_per_s"`
 }
 
 // Point is one slice of a phase (a prompt size, a prefix-cache variant).
@@ -341,6 +378,11 @@ type RequestSample struct {
 	TargetPromptTokens int `json:"target_prompt_tokens,omitempty"`
 	// Server is what the server said about this request itself.
 	Server *ServerTimings `json:"server,omitempty"`
+	// The answer and reasoning channels (see ServingMetrics).
+	TTFOMS              *float64 `json:"ttfo_ms,omitempty"`
+	ReasoningTokens     *int     `json:"reasoning_tokens,omitempty"`
+	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
+	AnswerTokensPerS    *float64 `json:"answer_tokens_per_s,omitempty"`
 }
 
 // Server timing sources.
@@ -387,12 +429,20 @@ type SeamMetrics struct {
 	WireBytes          int64    `json:"wire_bytes"`
 	CompressionRatio   *float64 `json:"compression_ratio,omitempty"`
 	ConnectionAttempts int      `json:"connection_attempts"`
-	CompressionCPUMS   float64  `json:"compression_cpu_ms"`
-	PeakBufferedBytes  int64    `json:"peak_buffered_bytes"`
+	// CompressionCPUMS and PeakBufferedBytes are a stub's; a live capture
+	// cannot see the nodes' CPU or buffers and leaves them absent.
+	CompressionCPUMS  *float64 `json:"compression_cpu_ms,omitempty"`
+	PeakBufferedBytes *int64   `json:"peak_buffered_bytes,omitempty"`
 }
 
-// SeamSample is one activation transfer over one seam, durations in virtual ms.
+// SeamSample is one activation transfer over one seam, durations in virtual
+// ms on a stub. A live sample (Source live) is measured at the client in
+// wall-clock ms and its JSON leaves out what the client cannot know: the
+// virtual clock and the cost breakdown (model, encode, framing, metadata,
+// copy, compression, queueing, transport).
 type SeamSample struct {
+	// Source is live on a captured sample, empty on a stub's.
+	Source              string  `json:"source,omitempty"`
 	Phase               string  `json:"phase"`
 	TokenIndex          *int    `json:"token_index"`
 	SessionID           string  `json:"session_id"`
@@ -417,6 +467,54 @@ type SeamSample struct {
 	WireBytes           int64   `json:"wire_bytes"`
 	CompressionRatio    float64 `json:"compression_ratio"`
 	ConnectionAttempted bool    `json:"connection_attempted"`
+
+	// Live samples only: start since the session began, time to the first
+	// response byte, the transfer's HTTP status, and wire bytes each way.
+	StartMS       *float64 `json:"start_ms,omitempty"`
+	TTFBMS        *float64 `json:"ttfb_ms,omitempty"`
+	HTTPStatus    int      `json:"http_status,omitempty"`
+	RequestBytes  int64    `json:"request_bytes,omitempty"`
+	ResponseBytes int64    `json:"response_bytes,omitempty"`
+}
+
+// liveSeamSample is the JSON of a live SeamSample: the fields a capture
+// measures, none of those it cannot know.
+type liveSeamSample struct {
+	Source              string   `json:"source"`
+	Phase               string   `json:"phase"`
+	TokenIndex          *int     `json:"token_index"`
+	SessionID           string   `json:"session_id"`
+	ActivationID        string   `json:"activation_id"`
+	Seam                string   `json:"seam"`
+	Mode                string   `json:"mode"`
+	CacheMode           string   `json:"cache_mode"`
+	StartMS             *float64 `json:"start_ms,omitempty"`
+	ConnectionSetupMS   float64  `json:"connection_setup_ms"`
+	TTFBMS              *float64 `json:"ttfb_ms,omitempty"`
+	SeamLatencyMS       float64  `json:"seam_latency_ms"`
+	HTTPStatus          int      `json:"http_status,omitempty"`
+	PayloadBytes        int64    `json:"payload_bytes"`
+	WireBytes           int64    `json:"wire_bytes"`
+	RequestBytes        int64    `json:"request_bytes"`
+	ResponseBytes       int64    `json:"response_bytes"`
+	CompressionRatio    float64  `json:"compression_ratio"`
+	ConnectionAttempted bool     `json:"connection_attempted"`
+}
+
+// MarshalJSON writes a stub sample as it is and a live one without the
+// fields a client cannot measure, so they are absent rather than zero.
+func (s SeamSample) MarshalJSON() ([]byte, error) {
+	if s.Source != SourceLive {
+		type plain SeamSample
+		return json.Marshal(plain(s))
+	}
+	return json.Marshal(liveSeamSample{
+		Source: s.Source, Phase: s.Phase, TokenIndex: s.TokenIndex, SessionID: s.SessionID, ActivationID: s.ActivationID,
+		Seam: s.Seam, Mode: s.Mode, CacheMode: s.CacheMode, StartMS: s.StartMS, ConnectionSetupMS: s.ConnectionSetupMS,
+		TTFBMS: s.TTFBMS, SeamLatencyMS: s.SeamLatencyMS, HTTPStatus: s.HTTPStatus, PayloadBytes: s.PayloadBytes,
+		WireBytes: s.WireBytes, RequestBytes: s.RequestBytes, ResponseBytes: s.ResponseBytes,
+		CompressionRatio: s.CompressionRatio, ConnectionAttempted: s.ConnectionAttempted,
+	})
 }
 
 // GateResult is the verdict of one gate.
@@ -443,6 +541,7 @@ type Observation struct {
 
 // SeamMetricsFrom aggregates samples; tokens is the number of decode tokens
 // they carried (0 for prefill, which leaves the per-token rates absent).
+// queueNS may be empty (a live capture), which leaves queue_wait_ms empty.
 func SeamMetricsFrom(samples []SeamSample, latNS, queueNS []int64, tokens int) *SeamMetrics {
 	m := &SeamMetrics{Transfers: len(samples), Tokens: tokens}
 	lat := make([]float64, len(latNS))
@@ -450,22 +549,31 @@ func SeamMetricsFrom(samples []SeamSample, latNS, queueNS []int64, tokens int) *
 	var totalNS int64
 	for i := range latNS {
 		lat[i] = MS(latNS[i])
-		q[i] = MS(queueNS[i])
 		totalNS += latNS[i]
+	}
+	for i := range queueNS { // none on a live capture, which cannot see queueing
+		q[i] = MS(queueNS[i])
 	}
 	m.SeamLatencyMS = NewStat(lat)
 	m.QueueWaitMS = NewStat(q)
 	m.TotalLatencyMS = MS(totalNS)
+	var cpu float64
+	var peak int64
+	live := false
 	for _, s := range samples {
+		live = live || s.Source == SourceLive
 		m.PayloadBytes += s.PayloadBytes
 		m.WireBytes += s.WireBytes
 		if s.ConnectionAttempted {
 			m.ConnectionAttempts++
 		}
-		m.CompressionCPUMS += s.CompressionMS + s.DecompressionMS
-		m.PeakBufferedBytes = max(m.PeakBufferedBytes, s.CopyAllocationBytes)
+		cpu += s.CompressionMS + s.DecompressionMS
+		peak = max(peak, s.CopyAllocationBytes)
 	}
-	m.CompressionCPUMS = roundNS(m.CompressionCPUMS)
+	if !live {
+		m.CompressionCPUMS = F(roundNS(cpu))
+		m.PeakBufferedBytes = &peak
+	}
 	if m.WireBytes > 0 {
 		m.CompressionRatio = F(float64(m.PayloadBytes) / float64(m.WireBytes))
 	}

@@ -198,26 +198,27 @@ func schemaVerdict(t *testing.T, path string, seen map[string]bool) []string {
 // the target a phase runs on. Each names the loader's message; the schema
 // must accept the file, so a rule the schema learns leaves this list.
 var beyondSchema = map[string]string{
-	"testdata/bad/bad-interp-namespace.yaml":      `unknown namespace "var"`,      // what a ${...} refers to
-	"testdata/bad/undefined-var.yaml":             "undefined variable vars.mdoe", // what a ${...} refers to
-	"testdata/bad/forward-var.yaml":               "vars.b is defined later",      // order of vars
-	"testdata/bad/unknown-matrix-key.yaml":        `unknown matrix key "cach"`,    // what a ${...} refers to
-	"testdata/bad/missing-env.yaml":               "environment variable TOLLGATE_TEST_UNSET is not set",
-	"testdata/bad/ca-file-missing.yaml":           "no such file or directory",           // a file on disk
-	"testdata/bad/ca-file-not-pem.yaml":           "holds no PEM certificate",            // a file's content
-	"testdata/bad/include-cycle.yaml":             "include cycle",                       // other files
-	"testdata/bad/include-missing.yaml":           "cannot read",                         // other files
-	"testdata/include/missing.yaml":               "cannot read",                         // other files
-	"testdata/include/cycle-a.yaml":               "include cycle",                       // other files
-	"testdata/include/cycle-b.yaml":               "include cycle",                       // other files
-	"testdata/bad/matrix-too-many-runs.yaml":      "expands to 4096 runs",                // a product of list lengths
-	"testdata/bad/load-bad-dist.yaml":             "uniform needs 1 <= min <= max",       // two fields compared
-	"testdata/bad/retries-backoff.yaml":           "is below backoff",                    // two fields compared
-	"testdata/bad/decode-no-tokens.yaml":          "a decode phase needs output_tokens",  // a phase and its target
-	"testdata/bad/prefill-without-sizes.yaml":     "a prefill phase needs prompt_tokens", // on a live target only
-	"testdata/bad/load-on-seam.yaml":              "cannot run on a seam target",         // a phase and its target
-	"testdata/bad/agent-tool-schema-invalid.yaml": "not a valid JSON Schema",             // a value against a meta-schema
-	"testdata/bad/sessions-context-too-long.yaml": "tokens of context",                   // a sum of fields against the target's window
+	"testdata/bad/bad-interp-namespace.yaml":         `unknown namespace "var"`,      // what a ${...} refers to
+	"testdata/bad/undefined-var.yaml":                "undefined variable vars.mdoe", // what a ${...} refers to
+	"testdata/bad/forward-var.yaml":                  "vars.b is defined later",      // order of vars
+	"testdata/bad/unknown-matrix-key.yaml":           `unknown matrix key "cach"`,    // what a ${...} refers to
+	"testdata/bad/missing-env.yaml":                  "environment variable TOLLGATE_TEST_UNSET is not set",
+	"testdata/bad/ca-file-missing.yaml":              "no such file or directory",             // a file on disk
+	"testdata/bad/ca-file-not-pem.yaml":              "holds no PEM certificate",              // a file's content
+	"testdata/bad/include-cycle.yaml":                "include cycle",                         // other files
+	"testdata/bad/include-missing.yaml":              "cannot read",                           // other files
+	"testdata/include/missing.yaml":                  "cannot read",                           // other files
+	"testdata/include/cycle-a.yaml":                  "include cycle",                         // other files
+	"testdata/include/cycle-b.yaml":                  "include cycle",                         // other files
+	"testdata/bad/matrix-too-many-runs.yaml":         "expands to 4096 runs",                  // a product of list lengths
+	"testdata/bad/load-bad-dist.yaml":                "uniform needs 1 <= min <= max",         // two fields compared
+	"testdata/bad/retries-backoff.yaml":              "is below backoff",                      // two fields compared
+	"testdata/bad/decode-no-tokens.yaml":             "a decode phase needs output_tokens",    // a phase and its target
+	"testdata/bad/prefill-without-sizes.yaml":        "a prefill phase needs prompt_tokens",   // on a live target only
+	"testdata/bad/load-on-seam.yaml":                 "cannot run on a seam target",           // a phase and its target
+	"testdata/bad/live-seam-session-in-headers.yaml": "the session header carries session_id", // a header name against session_header
+	"testdata/bad/agent-tool-schema-invalid.yaml":    "not a valid JSON Schema",               // a value against a meta-schema
+	"testdata/bad/sessions-context-too-long.yaml":    "tokens of context",                     // a sum of fields against the target's window
 }
 
 func TestLoaderAndSchemaAgree(t *testing.T) {

@@ -191,6 +191,82 @@ func checkSeam(e *errs, t *Target) {
 	if s.Costs.LinkBytesPerS < 0 {
 		e.add(s.Costs.At("link_bytes_per_s"), "%s.costs.link_bytes_per_s: must not be negative", path)
 	}
+	if s.Endpoint != nil {
+		checkSeamEndpoint(e, t)
+	}
+}
+
+// checkSeamEndpoint: what a seam captured on a live endpoint can and cannot
+// be asked to do. The client is the head node and the endpoint the tail, so
+// only a two-node route is captured; bytes, compression and costs are what
+// the wire measures, not settings.
+func checkSeamEndpoint(e *errs, t *Target) {
+	s, ep := t.Seam, t.Seam.Endpoint
+	path := "targets." + t.Name
+	if len(s.Route) > 2 {
+		e.add(s.At("route"), "%s.route: a live seam captures one seam, head -> tail (the client is the head, the endpoint the tail); a route of %d nodes has seams between nodes tollgate cannot reach: use route: [%s, %s] or a stub seam", path, len(s.Route), s.Route[0], s.Route[len(s.Route)-1])
+	}
+	if s.Compression.Algorithm != "none" {
+		e.add(s.At("compression"), "%s.compression: a live seam sends what the endpoint speaks (HTTP and JSON) and cannot compress it; remove compression (wire_bytes and compression_ratio are measured)", path)
+	}
+	if s.Has("activation_bytes") {
+		e.add(s.At("activation_bytes"), "%s.activation_bytes: a live seam sends real requests; their size is measured (payload_bytes, wire_bytes), not set", path)
+	}
+	if s.Has("costs") {
+		e.add(s.At("costs"), "%s.costs: costs are a stub seam's virtual milliseconds; a live seam measures latency at the client (remove costs, or the endpoint)", path)
+	}
+	epPath := path + ".endpoint"
+	if !ep.Embedded() {
+		u, err := url.Parse(ep.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			e.add(ep.At("base_url"), "%s.base_url: %q is not an http(s)://host[:port] URL (or embedded)", epPath, redact.URL(ep.BaseURL))
+		}
+		// sim and tls apply only to the embedded simulator; a scenario may
+		// keep them and be pointed at a server with --set, as an openai
+		// target may keep its sim.
+		ep.Sim, ep.TLS = nil, false
+	} else if ep.Sim == nil {
+		ep.Sim = &SimConfig{}
+	}
+	if ep.APIKeyEnv != "" && !isEnvName(ep.APIKeyEnv) {
+		e.add(hideValue(ep.At("api_key_env")), "%s.api_key_env %s", epPath, envNameMsg)
+	}
+	if ep.SessionHeader == "" {
+		ep.SessionHeader = DefaultSessionHeader
+	}
+	for _, name := range sortedKeys(ep.Headers) {
+		switch {
+		case !isToken(name):
+			e.add(ep.At("headers"), "%s.headers: %q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only; no spaces, colons, CR or LF)", epPath, name)
+		case !validFieldValue(ep.Headers[name]):
+			e.add(hideValue(ep.At("headers")), "%s.headers.%s: the value contains a CR, LF or other control character (the value was not printed)", epPath, name)
+		case strings.EqualFold(name, ep.SessionHeader):
+			e.add(ep.At("headers"), "%s.headers.%s: the session header carries session_id; set session_id (and session_header) instead", epPath, name)
+		}
+	}
+	for _, name := range ep.SecretHeaders {
+		if !isToken(name) {
+			e.add(ep.At("secret_headers"), "%s.secret_headers: %q is not a valid header name", epPath, name)
+		}
+	}
+	if !isToken(ep.SessionHeader) {
+		e.add(ep.At("session_header"), "%s.session_header: %q is not a valid header name", epPath, ep.SessionHeader)
+	}
+	if !validFieldValue(s.SessionID) {
+		e.add(s.At("session_id"), "%s.session_id: the session header's value cannot hold a CR, LF or other control character", path)
+	}
+	if ep.Prompt == "" {
+		ep.Prompt = DefaultSeamPrompt
+	}
+	if !ep.Has("timeout") || ep.Timeout.Duration == 0 {
+		ep.Timeout.Duration = time.Minute
+	}
+	if ep.Timeout.Duration < 0 {
+		e.add(ep.At("timeout"), "%s.timeout: must be positive", epPath)
+	}
+	if !ep.Has("ready_timeout") {
+		ep.ReadyTimeout.Duration = 30 * time.Second
+	}
 }
 
 func gotOrMissing(v string) string {
@@ -217,7 +293,9 @@ func checkOpenAI(e *errs, t *Target) {
 	if o.Endpoint == "" {
 		o.Endpoint = "chat"
 	}
-	if !oneOf(o.Endpoint, endpoints) {
+	if t.Kind == KindAnthropic && o.Endpoint != "chat" {
+		e.add(o.At("endpoint"), "%s.endpoint: the Messages API (kind: anthropic) has the chat endpoint only, got %q", path, o.Endpoint)
+	} else if !oneOf(o.Endpoint, endpoints) {
 		e.add(o.At("endpoint"), "%s.endpoint: unknown %q (one of %s)%s", path, o.Endpoint, strings.Join(endpoints, ", "), suggest(o.Endpoint, endpoints))
 	}
 	if o.APIKeyEnv != "" && !isEnvName(o.APIKeyEnv) {

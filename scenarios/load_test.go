@@ -466,6 +466,36 @@ func TestPrintableRedactsSecrets(t *testing.T) {
 	}
 }
 
+// A live seam's endpoint headers are redacted in validate --print like a
+// live target's.
+func TestPrintableRedactsSeamEndpoint(t *testing.T) {
+	sc, err := Parse("live.yaml", []byte(`
+targets:
+  route:
+    kind: seam
+    transport: direct
+    cache: cached
+    endpoint:
+      base_url: "http://me:url-pass-77@127.0.0.1:9"
+      headers: {Authorization: Bearer tok-555, X-Tenant: plain-visible, X-Tenant-Token: tenant-666}
+      secret_headers: [X-Tenant-Token]
+phases:
+  prefill: {}
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(sc.Printable())
+	for _, secret := range []string{"url-pass-77", "tok-555", "tenant-666"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("secret %q printed:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "plain-visible") {
+		t.Errorf("a plain header was hidden:\n%s", out)
+	}
+}
+
 // A base_url from --set or --var points a simulator scenario at a server,
 // as examples/load-sweep.yaml says to: its sim block is dropped with a
 // warning. The same pair written in the file is an error.

@@ -26,6 +26,8 @@ const (
 	KindSeam     = report.TargetSeam
 	KindOpenAI   = report.TargetOpenAI
 	KindEmbedded = report.TargetEmbedded
+	// KindAnthropic speaks the Messages API; its keys are OpenAITarget's.
+	KindAnthropic = report.TargetAnthropic
 )
 
 // Phase kinds: the report's names, spelt once.
@@ -124,7 +126,7 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if kindNode == nil {
-		d.errorf(n, "%s: missing kind (one of %s, %s, %s)", path, KindSeam, KindOpenAI, KindEmbedded)
+		d.errorf(n, "%s: missing kind (one of %s, %s, %s, %s)", path, KindSeam, KindOpenAI, KindEmbedded, KindAnthropic)
 		return
 	}
 	t.Kind = kindNode.Value
@@ -133,13 +135,13 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 		t.Seam = &SeamTarget{}
 		d.decode(n, reflect.ValueOf(t.Seam).Elem(), path)
 		t.Meta = t.Seam.Meta
-	case KindOpenAI, KindEmbedded:
+	case KindOpenAI, KindEmbedded, KindAnthropic:
 		t.OpenAI = &OpenAITarget{}
 		d.decode(n, reflect.ValueOf(t.OpenAI).Elem(), path)
 		t.Meta = t.OpenAI.Meta
 	default:
-		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s, %s, %s)%s", path, t.Kind, KindSeam, KindOpenAI, KindEmbedded,
-			suggest(t.Kind, []string{KindSeam, KindOpenAI, KindEmbedded}))
+		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s, %s, %s, %s)%s", path, t.Kind, KindSeam, KindOpenAI, KindEmbedded, KindAnthropic,
+			suggest(t.Kind, []string{KindSeam, KindOpenAI, KindEmbedded, KindAnthropic}))
 	}
 }
 
@@ -159,7 +161,55 @@ type SeamTarget struct {
 	Costs           SeamCosts   `yaml:"costs" json:"costs"`
 	// Faults make the seam misbehave on purpose, to prove gates catch it.
 	Faults *SeamFaults `yaml:"faults" json:"faults,omitempty"`
+	// Endpoint, when set, captures the seam on a live server instead of
+	// simulating it: every transfer of the route session is a real request.
+	Endpoint *SeamEndpoint `yaml:"endpoint" json:"endpoint,omitempty"`
 }
+
+// Live reports whether the seam is captured on a live endpoint.
+func (s *SeamTarget) Live() bool { return s != nil && s.Endpoint != nil }
+
+// DefaultSessionHeader carries the route session on a live seam.
+const DefaultSessionHeader = "X-Meshnet-Session"
+
+// DefaultSeamPrompt is the route session's prompt on a live seam.
+const DefaultSeamPrompt = "Route Session profiling prompt."
+
+// SeamEndpoint is the live server a seam is captured on: the client stands
+// in for the head node and the endpoint for the tail. Each transfer is one
+// streamed /v1/completions request with max_tokens 1.
+type SeamEndpoint struct {
+	Meta `json:"-"`
+	// BaseURL is the server root; empty or "embedded" starts the embedded simulator.
+	BaseURL string `yaml:"base_url" json:"base_url,omitempty"`
+	// Model defaults to the first id from /v1/models.
+	Model string `yaml:"model" json:"model,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key (never the key itself).
+	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	// Headers are sent with every transfer.
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// SecretHeaders are redacted wherever headers are shown.
+	SecretHeaders []string `yaml:"secret_headers" json:"secret_headers,omitempty"`
+	// SessionHeader carries session_id on every transfer and is read back
+	// from every response (default X-Meshnet-Session).
+	SessionHeader string `yaml:"session_header" json:"session_header"`
+	// Prompt is the route session's prompt (the prefill transfer's text).
+	Prompt string `yaml:"prompt" json:"prompt"`
+	// Body is merged into every request body; a key set to null removes a default.
+	Body map[string]any `yaml:"body" json:"body,omitempty"`
+	// Timeout bounds one transfer (default 60s).
+	Timeout Duration `yaml:"timeout" json:"timeout"`
+	// ReadyTimeout bounds the wait for /health (else /v1/models) before the session.
+	ReadyTimeout Duration `yaml:"ready_timeout" json:"ready_timeout"`
+	// Sim configures the embedded simulator (base_url empty or embedded).
+	Sim *SimConfig `yaml:"sim" json:"sim,omitempty"`
+	// TLS serves the embedded simulator over TLS (a certificate made for
+	// the run), so every connection opened costs a TLS handshake.
+	TLS bool `yaml:"tls" json:"tls,omitempty"`
+}
+
+// Embedded reports whether the endpoint is tollgate's own simulator.
+func (e *SeamEndpoint) Embedded() bool { return e.BaseURL == "" || e.BaseURL == "embedded" }
 
 // SeamFaults are the ways a stub seam can misbehave on demand.
 type SeamFaults struct {
@@ -284,6 +334,8 @@ type SimConfig struct {
 	Seed                int64    `yaml:"seed" json:"seed,omitempty"`
 	// Faults are injected on demand, to test how the client and gates cope.
 	Faults []FaultSpec `yaml:"faults" json:"faults,omitempty"`
+	// ReasoningTokens makes the simulator a reasoning model (0: none).
+	ReasoningTokens int `yaml:"reasoning_tokens" json:"reasoning_tokens,omitempty"`
 	// ToolCalls: how the simulator answers requests that offer tools (sessions.go).
 	ToolCalls *SimToolCalls `yaml:"tool_calls" json:"tool_calls,omitempty"`
 }

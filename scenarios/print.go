@@ -26,8 +26,14 @@ func (sc *Scenario) Printable() []byte {
 		}
 	}
 	if targets := mapValue(root, "targets"); targets != nil && targets.Kind == yaml.MappingNode {
+		var holders []*yaml.Node // targets, and a live seam's endpoint
 		for i := 1; i < len(targets.Content); i += 2 {
-			t := targets.Content[i]
+			holders = append(holders, targets.Content[i])
+			if ep := mapValue(targets.Content[i], "endpoint"); ep != nil && ep.Kind == yaml.MappingNode {
+				holders = append(holders, ep)
+			}
+		}
+		for _, t := range holders {
 			headers := mapValue(t, "headers")
 			if headers == nil || headers.Kind != yaml.MappingNode {
 				continue

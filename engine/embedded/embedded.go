@@ -5,7 +5,16 @@ package embedded
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/sim"
@@ -49,7 +58,7 @@ func Config(s *scenarios.SimConfig) sim.Config {
 		DecodeStep: dur("decode_step", s.DecodeStep), DecodeStepPerSeq: dur("decode_step_per_seq", s.DecodeStepPerSeq),
 		MaxRunningSeqs: s.MaxRunningSeqs, CacheCapacityTokens: s.CacheCapacityTokens, BlockTokens: s.BlockTokens,
 		DisablePrefixCache: s.DisablePrefixCache, MaxModelLen: s.MaxModelLen, DefaultMaxTokens: s.DefaultMaxTokens, Seed: s.Seed,
-		Faults: faults, ToolCalls: tools,
+		ReasoningTokens: s.ReasoningTokens, Faults: faults, ToolCalls: tools,
 	}
 }
 
@@ -95,6 +104,9 @@ func Effective(s *scenarios.SimConfig) (map[string]any, error) {
 		"cache_capacity_tokens": c.CacheCapacityTokens, "block_tokens": c.BlockTokens,
 		"disable_prefix_cache": c.DisablePrefixCache, "default_max_tokens": c.DefaultMaxTokens, "seed": c.Seed,
 	}
+	if c.ReasoningTokens > 0 {
+		out["reasoning_tokens"] = c.ReasoningTokens
+	}
 	if s != nil && len(s.Faults) > 0 {
 		out["faults"] = s.Faults
 	}
@@ -102,4 +114,78 @@ func Effective(s *scenarios.SimConfig) (map[string]any, error) {
 		out["tool_calls"] = map[string]any{"probability": t.Probability, "argument_tokens": t.ArgumentTokens, "per_reply": t.PerReply}
 	}
 	return out, nil
+}
+
+// Served is the simulator on 127.0.0.1 over TLS: its base URL (https), the
+// certificate pool that trusts it (a key made for this start, valid only
+// for 127.0.0.1), the model it serves, and how to stop it.
+type Served struct {
+	BaseURL string
+	Roots   *x509.CertPool
+	Model   string
+	Stop    func()
+}
+
+// StartTLS runs the simulator like Start, behind TLS with a fresh
+// self-signed certificate, so a client pays a real TLS handshake for every
+// connection it opens.
+func StartTLS(ctx context.Context, s *scenarios.SimConfig) (*Served, error) {
+	srv, err := sim.New(Config(s))
+	if err != nil {
+		return nil, fmt.Errorf("embedded simulator: %w", err)
+	}
+	cert, roots, err := selfSigned()
+	if err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("embedded simulator: %w", err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.WithoutCancel(ctx), "tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("embedded simulator: listen: %w", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.ServeTLS(ln, "", "")
+	}()
+	stop := func() {
+		_ = hs.Close()
+		<-done
+		_ = srv.Close()
+	}
+	return &Served{BaseURL: "https://" + ln.Addr().String(), Roots: roots, Model: srv.Config().Model, Stop: stop}, nil
+}
+
+// selfSigned makes an ECDSA P-256 certificate for 127.0.0.1, valid for a
+// day, and a pool that trusts it alone.
+func selfSigned() (tls.Certificate, *x509.CertPool, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("tls key: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(now.UnixNano()),
+		Subject:      pkix.Name{CommonName: "tollgate embedded simulator"},
+		NotBefore:    now.Add(-time.Minute), NotAfter: now.Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:        true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("tls certificate: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("tls certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, nil
 }

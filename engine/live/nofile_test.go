@@ -84,7 +84,10 @@ phases:
 	if lp.Errors.Count == 0 || lp.Errors.ByClass["connect"] == 0 {
 		t.Fatalf("no connect errors: %+v", lp.Errors)
 	}
-	if lp.PeakInFlight > 1 {
+	// One connection, handed from request to request: the next request
+	// can get it from the pool a moment before the last one's count is
+	// taken back, so 2 is possible; sends counted gave 8.
+	if lp.PeakInFlight > 2 {
 		t.Errorf("peak_in_flight %d with one connection to hold", lp.PeakInFlight)
 	}
 }

@@ -197,20 +197,58 @@ func (s *session) close() report.Cleanup {
 	}
 }
 
-// Run executes one run's phases over one route session.
+// Run executes one run's phases over one route session: on the stub, in
+// virtual time, or, when the target has an endpoint, captured live (which
+// needs the options; use Capture).
 func Run(ctx context.Context, run *scenarios.Run, keepSamples bool) (*report.Run, error) {
 	cfg := run.Target.Seam
-	seams := make([]string, 0, len(cfg.Route)-1)
-	for i := 0; i+1 < len(cfg.Route); i++ {
-		seams = append(seams, cfg.Route[i]+"->"+cfg.Route[i+1])
+	seams := seamNames(cfg.Route)
+	s := newSession(cfg)
+	hop := func(_ context.Context, kind string, tokenIndex int) ([]transfer, string, error) {
+		ts, err := s.hop(seams, kind, tokenIndex)
+		token := ""
+		if tokenIndex >= 0 {
+			token = cfg.OutputTokens[tokenIndex]
+		}
+		return ts, token, err
 	}
+	out, all, err := runPhases(ctx, run, keepSamples, seams, hop)
+	out.Source = report.SourceStub
+	cleanup := s.close()
+	out.Cleanup = &cleanup
+	for _, t := range all {
+		if t.sample.ConnectionAttempted {
+			out.Connections.Attempts++
+		}
+	}
+	return out, err
+}
+
+// seamNames are a route's seams, "from->to" for each adjacent pair.
+func seamNames(route []string) []string {
+	seams := make([]string, 0, len(route)-1)
+	for i := 0; i+1 < len(route); i++ {
+		seams = append(seams, route[i]+"->"+route[i+1])
+	}
+	return seams
+}
+
+// hopFunc sends one activation across every seam of the route (a prefill
+// when tokenIndex is -1, else decode token tokenIndex) and returns the
+// transfers and the output token the route produced.
+type hopFunc func(ctx context.Context, kind string, tokenIndex int) ([]transfer, string, error)
+
+// runPhases runs a seam run's phases through hop and aggregates them: the
+// one phase loop of the stub, the live capture and the live shape. It
+// returns the run (without cleanup or connections) and every transfer.
+func runPhases(ctx context.Context, run *scenarios.Run, keepSamples bool, seams []string, hop hopFunc) (*report.Run, []transfer, error) {
+	cfg := run.Target.Seam
 	out := &report.Run{
 		Phases:      map[string]*report.Phase{},
 		SessionID:   cfg.SessionID,
 		Connections: &report.Connections{},
 		Seams:       map[string]*report.SeamMetrics{},
 	}
-	s := newSession(cfg)
 	var all []transfer
 	var err error
 	for _, p := range run.Phases {
@@ -221,7 +259,7 @@ func Run(ctx context.Context, run *scenarios.Run, keepSamples bool) (*report.Run
 		tokens := 0
 		switch p.Kind {
 		case scenarios.PhasePrefill:
-			ts, err = s.hop(seams, p.Kind, -1)
+			ts, _, err = hop(ctx, p.Kind, -1)
 		case scenarios.PhaseDecode:
 			n := len(cfg.OutputTokens)
 			if p.Tokens > 0 && p.Tokens < n {
@@ -229,15 +267,18 @@ func Run(ctx context.Context, run *scenarios.Run, keepSamples bool) (*report.Run
 			}
 			for i := 0; i < n && err == nil; i++ {
 				var t []transfer
-				t, err = s.hop(seams, p.Kind, i)
+				var token string
+				t, token, err = hop(ctx, p.Kind, i)
 				ts = append(ts, t...)
-				out.OutputTokens = append(out.OutputTokens, cfg.OutputTokens[i])
+				if err == nil {
+					out.OutputTokens = append(out.OutputTokens, token)
+					tokens++
+				}
 			}
-			tokens = n
 		default:
 			err = fmt.Errorf("seam target cannot run a %s phase", p.Kind)
 		}
-		if err != nil {
+		if err != nil && len(ts) == 0 {
 			break
 		}
 		ph := &report.Phase{Kind: p.Kind, SeamMetrics: aggregate(ts, tokens)}
@@ -254,17 +295,12 @@ func Run(ctx context.Context, run *scenarios.Run, keepSamples bool) (*report.Run
 		out.Phases[p.Name] = ph
 		out.PhaseOrder = append(out.PhaseOrder, p.Name)
 		all = append(all, ts...)
-	}
-	cleanup := s.close()
-	out.Cleanup = &cleanup
-	decodeTokens := len(out.OutputTokens)
-	out.Seams = bySeam(all, seams, decodeTokens)
-	for _, t := range all {
-		if t.sample.ConnectionAttempted {
-			out.Connections.Attempts++
+		if err != nil {
+			break
 		}
 	}
-	return out, err
+	out.Seams = bySeam(all, seams, len(out.OutputTokens))
+	return out, all, err
 }
 
 // hop sends one activation across every seam of the route in order.
@@ -284,8 +320,12 @@ func aggregate(ts []transfer, tokens int) *report.SeamMetrics {
 	samples := make([]report.SeamSample, len(ts))
 	lat := make([]int64, len(ts))
 	q := make([]int64, len(ts))
+	q = q[:0]
 	for i, t := range ts {
-		samples[i], lat[i], q[i] = t.sample, t.latNS, t.queueNS
+		samples[i], lat[i] = t.sample, t.latNS
+		if t.sample.Source != report.SourceLive { // a live capture cannot see queueing
+			q = append(q, t.queueNS)
+		}
 	}
 	return report.SeamMetricsFrom(samples, lat, q, tokens)
 }

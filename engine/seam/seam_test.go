@@ -154,8 +154,8 @@ func TestCompressionOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	dec := r.Phases["decode"]
-	if dec.WireBytes != dec.PayloadBytes || *dec.CompressionRatio != 1 || dec.CompressionCPUMS != 0 {
-		t.Errorf("uncompressed: wire %d payload %d ratio %v cpu %v", dec.WireBytes, dec.PayloadBytes, *dec.CompressionRatio, dec.CompressionCPUMS)
+	if dec.WireBytes != dec.PayloadBytes || *dec.CompressionRatio != 1 || *dec.CompressionCPUMS != 0 {
+		t.Errorf("uncompressed: wire %d payload %d ratio %v cpu %v", dec.WireBytes, dec.PayloadBytes, *dec.CompressionRatio, *dec.CompressionCPUMS)
 	}
 	if dec.Samples != nil {
 		t.Error("samples kept although not asked for")

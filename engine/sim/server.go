@@ -126,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 		"/v1/chat/completions":      {http.MethodPost: s.handleGenerate(kindChat)},
 		"/v1/completions":           {http.MethodPost: s.handleGenerate(kindCompletion)},
 		"/v1/messages/count_tokens": {http.MethodPost: s.handleCountTokens},
+		"/v1/messages":              {http.MethodPost: s.handleMessages},
 		"/tokenize":                 {http.MethodPost: s.handleTokenize},
 		"/detokenize":               {http.MethodPost: s.handleDetokenize},
 		"/v1/cache/status":          {http.MethodGet: s.handleCacheStatus},
@@ -149,8 +150,15 @@ func (s *Server) Handler() http.Handler { return handler{s} }
 
 type handler struct{ s *Server }
 
+// SessionHeader is the route session header; the simulator echoes it on
+// every answer, as a route node does, so it can stand in for one.
+const SessionHeader = "X-Meshnet-Session"
+
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
+	if v := r.Header.Get(SessionHeader); v != "" {
+		w.Header().Set(SessionHeader, v)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -99,6 +99,7 @@ type walker struct {
 	pooled []string
 	// workload is set while a load point's metrics are walked.
 	workload string
+	seamLive bool // the run being walked is a live seam capture
 }
 
 func (w *walker) add(e *entry) {
@@ -135,6 +136,8 @@ func (w *walker) scalar(path []string, v *float64, det bool) {
 
 func (w *walker) run(rn string, run *report.Run) error {
 	base := []string{"runs", rn}
+	// A seam captured live is timed on a wall clock: not deterministic.
+	w.seamLive = run.Source == report.SourceLive
 	if run.Target.Kind == report.TargetSeam {
 		var all []report.SeamSample
 		haveSamples := false
@@ -162,7 +165,7 @@ func (w *walker) run(rn string, run *report.Run) error {
 		}
 		if run.Connections != nil {
 			v := float64(run.Connections.Attempts)
-			w.scalar(join(base, "connections", "attempts"), &v, true)
+			w.scalar(join(base, "connections", "attempts"), &v, !w.seamLive)
 		}
 		return nil
 	}
@@ -230,6 +233,7 @@ func (w *walker) seam(path []string, m *report.SeamMetrics, ss []report.SeamSamp
 	if m == nil {
 		return
 	}
+	det := !w.seamLive
 	var lat, q []float64
 	if have {
 		lat, q = []float64{}, []float64{}
@@ -240,16 +244,19 @@ func (w *walker) seam(path []string, m *report.SeamMetrics, ss []report.SeamSamp
 			}
 		}
 	}
-	w.dist(join(path, "seam_latency_ms"), m.SeamLatencyMS, lat, "", true)
-	w.dist(join(path, "queue_wait_ms"), m.QueueWaitMS, q, "", true)
-	w.scalar(join(path, "tokens_per_s"), m.TokensPerS, true)
-	w.scalar(join(path, "bytes_per_token"), m.BytesPerToken, true)
-	w.scalar(join(path, "total_latency_ms"), &m.TotalLatencyMS, true)
-	w.scalar(join(path, "compression_ratio"), m.CompressionRatio, true)
+	w.dist(join(path, "seam_latency_ms"), m.SeamLatencyMS, lat, "", det)
+	if w.seamLive {
+		q = nil // a capture cannot see queueing: its samples hold none
+	}
+	w.dist(join(path, "queue_wait_ms"), m.QueueWaitMS, q, "", det)
+	w.scalar(join(path, "tokens_per_s"), m.TokensPerS, det)
+	w.scalar(join(path, "bytes_per_token"), m.BytesPerToken, det)
+	w.scalar(join(path, "total_latency_ms"), &m.TotalLatencyMS, det)
+	w.scalar(join(path, "compression_ratio"), m.CompressionRatio, det)
 	wire := float64(m.WireBytes)
-	w.scalar(join(path, "wire_bytes"), &wire, true)
+	w.scalar(join(path, "wire_bytes"), &wire, det)
 	conns := float64(m.ConnectionAttempts)
-	w.scalar(join(path, "connection_attempts"), &conns, true)
+	w.scalar(join(path, "connection_attempts"), &conns, det)
 }
 
 // servingFields are the distributions of a live phase or point that carry a
@@ -290,6 +297,10 @@ func (w *walker) serving(path []string, m *report.ServingMetrics, reqs []report.
 		{"decode_tokens_per_s", m.DecodeTokensPerS, func(s report.RequestSample) *float64 { return s.DecodeTokensPerS }},
 		{"prefill_tokens_per_s", m.PrefillTokensPerS, func(s report.RequestSample) *float64 { return s.PrefillTokensPerS }},
 		{"cached_tokens", m.CachedTokens, func(s report.RequestSample) *float64 { return intp(s.CachedTokens) }},
+		// The answer and reasoning channels (absent in reports before them).
+		{"ttfo_ms", m.TTFOMS, func(s report.RequestSample) *float64 { return s.TTFOMS }},
+		{"reasoning_tokens_per_s", m.ReasoningTokensPerS, func(s report.RequestSample) *float64 { return s.ReasoningTokensPerS }},
+		{"answer_tokens_per_s", m.AnswerTokensPerS, func(s report.RequestSample) *float64 { return s.AnswerTokensPerS }},
 	} {
 		var samples []float64
 		note := ""

@@ -422,6 +422,9 @@ func (c *charts) seamBreakdown() []figure {
 	var phases []string
 	seen := map[string]bool{}
 	for _, rn := range c.r.RunNames() {
+		if c.r.Runs[rn].Source == report.SourceLive {
+			continue // a capture measures whole transfers: no breakdown
+		}
 		for _, pn := range c.r.Runs[rn].PhaseNames() {
 			if !seen[pn] && len(c.cache.of(c.r, rn, pn).seam) > 0 {
 				seen[pn] = true
@@ -436,11 +439,11 @@ func (c *charts) seamBreakdown() []figure {
 		var rows [][]float64
 		for _, rn := range c.r.RunNames() {
 			s := c.cache.of(c.r, rn, pn).seam
-			if len(s) == 0 {
+			if len(s) == 0 || c.r.Runs[rn].Source == report.SourceLive {
 				continue
 			}
 			cats, oldCats, rows = append(cats, rn), append(oldCats, false), append(rows, breakdown(s))
-			if bs := c.cache.of(c.base, rn, pn).seam; len(bs) > 0 {
+			if bs := c.cache.of(c.base, rn, pn).seam; len(bs) > 0 && (c.base.Runs[rn] == nil || c.base.Runs[rn].Source != report.SourceLive) {
 				cats, oldCats, rows = append(cats, rn+" (baseline)"), append(oldCats, true), append(rows, breakdown(bs))
 			}
 		}

@@ -57,6 +57,7 @@ func Summary(w io.Writer, r *report.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeSeamWarnings(ew, r)
 	for _, lr := range view.Live(r) {
 		if len(lr.Rows)+len(lr.Warnings)+len(lr.Errors) > 0 {
 			writeLiveRun(ew, lr)
@@ -137,5 +138,27 @@ func writeLiveRun(w io.Writer, lr view.LiveRun) {
 	_ = tw.Flush()
 	for _, n := range append(lr.Warnings, lr.Errors...) {
 		fmt.Fprintf(w, "  ! %s: %s\n", n.Phase, n.Text)
+	}
+}
+
+// writeSeamWarnings prints the warnings of live seam runs, once per text
+// with the runs that gave it.
+func writeSeamWarnings(w io.Writer, r *report.Report) {
+	var order []string
+	runs := map[string][]string{}
+	for _, name := range r.RunNames() {
+		run := r.Runs[name]
+		if run.Target.Kind != report.TargetSeam {
+			continue
+		}
+		for _, msg := range run.Warnings {
+			if runs[msg] == nil {
+				order = append(order, msg)
+			}
+			runs[msg] = append(runs[msg], name)
+		}
+	}
+	for _, msg := range order {
+		fmt.Fprintf(w, "warning (%s): %s\n", strings.Join(runs[msg], ", "), msg)
 	}
 }
