@@ -214,18 +214,16 @@ func TestShapeIsTheReportForEveryKind(t *testing.T) {
 		"load_rate":     `{kind: load, rate: 200, requests: 4, prompt_tokens: 16, max_tokens: 4}`,
 		"sessions":      `{kind: sessions, sessions: 2, turns: 3, concurrency: 2, prompt_tokens: 16, max_tokens: 4, think_time_ms: {distribution: uniform, min: 1, max: 2}}`,
 		"sessions_rate": `{kind: sessions, sessions: 2, turns: 2, rate: 100, prompt_tokens: 16, max_tokens: 4}`,
-		"agent": `{kind: agent, sessions: 3, concurrency: 3, max_steps: 4, prompt_tokens: 16, max_tokens: 8, tool_latency_ms: {distribution: uniform, min: 1, max: 2},
+		"agent": `{kind: agent, sessions: 12, concurrency: 4, max_steps: 4, prompt_tokens: 16, max_tokens: 8, tool_latency_ms: {distribution: uniform, min: 1, max: 2},
 		             tools: [{name: search, parameters: {type: object, properties: {input: {type: string}}}}]}`,
 	}
-	always := 1.0 // every answer to tools calls them, so each tool figure has samples
-	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: 5 * time.Millisecond},
-		ToolCalls: &scenarios.SimToolCalls{Probability: &always}})
+	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
 	targets := map[string]string{
-		"embedded": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms, tool_calls: {probability: 1}}}`,
+		"embedded": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms}}`,
 		"openai":   `{kind: openai, base_url: "` + url + `", stream: %v}`,
 		// A reasoning model: the answer channel follows 2 reasoning tokens.
 		"embedded-reasoning": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms, reasoning_tokens: 2}}`,
@@ -238,6 +236,9 @@ func TestShapeIsTheReportForEveryKind(t *testing.T) {
 		for kind, target := range targets {
 			for _, stream := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s %s stream=%v", name, kind, stream), func(t *testing.T) {
+					if strings.HasPrefix(kind, "anthropic") && (strings.HasPrefix(name, "sessions") || name == "agent") {
+						t.Skip("conversation phases run on openai and embedded targets")
+					}
 					src := fmt.Sprintf(`
 name: kinds
 targets:

@@ -237,6 +237,15 @@ func checkConversationContext(e *errs, p *Phase, targets []*Target) {
 	}
 	need := ConversationContextTokens(p)
 	for _, t := range targets {
+		if t.Kind == KindAnthropic {
+			// The transcript that carries replies into the next turn reads
+			// OpenAI chunks only, so far.
+			e.add(p.At("kind"), "phases.%s: a %s phase runs on openai and embedded targets; target %q speaks the Messages API", p.Name, p.Kind, t.Name)
+			continue
+		}
+		if p.Kind == PhaseAgent && t.OpenAI != nil && t.OpenAI.Endpoint == "completions" {
+			e.add(p.At("kind"), "phases.%s: an agent phase offers tools, which need endpoint: chat (target %q uses completions)", p.Name, t.Name)
+		}
 		if t.OpenAI == nil || !t.Embedded() {
 			continue
 		}

@@ -116,7 +116,8 @@ func (agentKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 		if _, shape := r.send.(*shapeSender); shape {
 			// How many steps a task takes is the model's choice: a gate may
 			// read any step, and finds out at run time whether one was reached.
-			ph.ByStep = map[string]*report.Point{"*": ph.ByStep["1"]}
+			// Its one step stands for both kinds: tool calls and answers.
+			ph.ByStep = map[string]*report.Point{"*": {ServingMetrics: ph.ServingMetrics}}
 		}
 		st.TimeToFirstToolCallMS, st.StepLatencyMS, st.StepsPerTask = report.StatFrom(firstTool), report.StatFrom(stepLat), report.StatFrom(steps)
 		st.TaskE2EMS, st.ToolLatencyMS = report.StatFrom(taskE2E), report.StatFrom(toolLat)
