@@ -42,7 +42,11 @@ func chatServer(t *testing.T, reply func(msgs []map[string]any) string) (*httpte
 		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n", 10*len(body.Messages))
 	}))
 	t.Cleanup(srv.Close)
-	return srv, func() [][]map[string]any { mu.Lock(); defer mu.Unlock(); return append([][]map[string]any(nil), seen...) }
+	return srv, func() [][]map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([][]map[string]any(nil), seen...)
+	}
 }
 
 // Each turn sends the whole history with the server's own replies, exactly
@@ -164,7 +168,11 @@ func toolServer(t *testing.T, args [2]string) (*httptest.Server, func() [][]map[
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 	t.Cleanup(srv.Close)
-	return srv, func() [][]map[string]any { mu.Lock(); defer mu.Unlock(); return append([][]map[string]any(nil), seen...) }
+	return srv, func() [][]map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([][]map[string]any(nil), seen...)
+	}
 }
 
 // An agent task answers each streamed tool call (arguments a character
