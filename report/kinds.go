@@ -13,6 +13,12 @@ const (
 	KindTrace       = "trace"
 )
 
+// Conversation phase kinds: multi-turn sessions and agentic tool-call loops.
+const (
+	KindSessions = "sessions"
+	KindAgent    = "agent"
+)
+
 // Prefix-cache variants: the keys of Phase.Variants, in the order they run
 // (a fresh prompt, the same prompt again, the same prefix with a new suffix).
 const (

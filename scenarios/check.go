@@ -15,7 +15,7 @@ var (
 	transports   = []string{"direct", "relay"}
 	cacheModes   = []string{"cached", "stateless"}
 	compressions = []string{"none", "zlib"}
-	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad, PhaseTrace}
+	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad, PhaseTrace, PhaseSessions, PhaseAgent}
 	arrivals     = []string{"poisson", "constant", "gamma"}
 	distKinds    = []string{"uniform", "normal"}
 	endpoints    = []string{"chat", "completions"}
@@ -38,6 +38,8 @@ var livePhaseKeys = map[string][]string{
 	PhaseTrace:       {"kind", "description", "trace", "requests", "max_tokens", "max_in_flight", "seed", "max_error_rate"},
 	PhaseLoad: {"kind", "description", "concurrency", "rate", "arrival", "burstiness", "requests", "duration", "ramp_up",
 		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate"},
+	PhaseSessions: sessionsKeys,
+	PhaseAgent:    agentKeys,
 }
 
 func oneOf(v string, set []string) bool {
@@ -113,6 +115,7 @@ func check(d *decoder, doc *document) {
 		if anyLive(doc.Targets) {
 			checkLivePhase(d, p)
 			checkContext(e, p, doc.Targets)
+			checkConversationContext(e, p, doc.Targets)
 		}
 	}
 	names := map[string]bool{}
@@ -465,6 +468,8 @@ func checkLivePhase(d *decoder, p *Phase) {
 		checkLoad(e, p, path)
 	case PhaseTrace:
 		checkTrace(e, p, d.file, path)
+	case PhaseSessions, PhaseAgent:
+		checkConversation(e, p, path)
 	case PhaseRequests:
 		if p.Prompt.Dataset != "" {
 			defMax(p, 16)

@@ -40,6 +40,12 @@ const (
 	PhaseRequests    = report.KindRequests
 )
 
+// Conversation phase kinds (sessions.go).
+const (
+	PhaseSessions = report.KindSessions
+	PhaseAgent    = report.KindAgent
+)
+
 // document is the YAML file as written, before matrix expansion.
 type document struct {
 	Meta
@@ -330,6 +336,8 @@ type SimConfig struct {
 	Faults []FaultSpec `yaml:"faults" json:"faults,omitempty"`
 	// ReasoningTokens makes the simulator a reasoning model (0: none).
 	ReasoningTokens int `yaml:"reasoning_tokens" json:"reasoning_tokens,omitempty"`
+	// ToolCalls: how the simulator answers requests that offer tools (sessions.go).
+	ToolCalls *SimToolCalls `yaml:"tool_calls" json:"tool_calls,omitempty"`
 }
 
 // IntList is one integer or a list of them (prompt_tokens: 512 or [512, 1024]).
@@ -443,6 +451,9 @@ type Phase struct {
 	// is a distribution rather than a number (load phases).
 	PromptDist    *Dist `yaml:"-" json:"prompt_dist,omitempty"`
 	MaxTokensDist *Dist `yaml:"-" json:"max_tokens_dist,omitempty"`
+
+	// Sessions and agent phases (sessions.go).
+	Conversation `yaml:",inline"`
 }
 
 // Dist is a seeded distribution of token counts.

@@ -377,6 +377,9 @@ func poolSize(phases []*scenarios.Phase) int {
 			n = max(n, min(cmp.Or(p.MaxInFlight, 4096), 4096))
 			continue
 		}
+		if p.Kind == scenarios.PhaseSessions || p.Kind == scenarios.PhaseAgent {
+			n = max(n, conversationConns(p))
+		}
 		if p.Kind != scenarios.PhaseLoad {
 			continue
 		}
