@@ -15,7 +15,7 @@ var (
 	transports   = []string{"direct", "relay"}
 	cacheModes   = []string{"cached", "stateless"}
 	compressions = []string{"none", "zlib"}
-	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad}
+	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad, PhaseCapacity}
 	arrivals     = []string{"poisson", "constant", "gamma"}
 	distKinds    = []string{"uniform", "normal"}
 	endpoints    = []string{"chat", "completions"}
@@ -36,7 +36,8 @@ var livePhaseKeys = map[string][]string{
 	PhasePrefixCache: {"kind", "description", "prompt_tokens", "suffix_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
 	PhaseRequests:    {"kind", "description", "requests", "max_tokens", "repeat", "max_error_rate"},
 	PhaseLoad: {"kind", "description", "concurrency", "rate", "arrival", "burstiness", "requests", "duration", "ramp_up",
-		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate"},
+		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate", "stop_when_saturated"},
+	PhaseCapacity: {"kind", "description", "capacity", "max_in_flight", "arrival", "burstiness", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix"},
 }
 
 func oneOf(v string, set []string) bool {
@@ -420,7 +421,7 @@ func checkLivePhase(d *decoder, p *Phase) {
 			e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
 		}
 	}
-	if p.Kind != PhaseLoad {
+	if p.Kind != PhaseLoad && p.Kind != PhaseCapacity {
 		for key, dist := range map[string]*Dist{"prompt_tokens": p.PromptDist, "max_tokens": p.MaxTokensDist} {
 			if dist != nil {
 				e.add(p.At(key), "%s.%s: a distribution applies only to load phases; give a number", path, key)
@@ -459,6 +460,8 @@ func checkLivePhase(d *decoder, p *Phase) {
 		}
 	case PhaseLoad:
 		checkLoad(e, p, path)
+	case PhaseCapacity:
+		checkCapacity(e, p, path)
 	case PhaseRequests:
 		if len(p.Requests.List) == 0 {
 			e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
@@ -607,6 +610,9 @@ func checkLoad(e *errs, p *Phase, path string) {
 	}
 	if p.Has("duration") && p.Duration.Duration <= 0 {
 		e.add(p.At("duration"), "%s.duration: must be positive", path)
+	}
+	if p.StopWhenSaturated && len(p.Sweep.Rate) == 0 && len(p.Sweep.Concurrency) == 0 {
+		e.add(p.At("stop_when_saturated"), "%s.stop_when_saturated: applies to a sweep", path)
 	}
 	if p.MaxInFlight < 0 {
 		e.add(p.At("max_in_flight"), "%s.max_in_flight: must be positive, got %d", path, p.MaxInFlight)

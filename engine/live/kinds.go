@@ -27,6 +27,7 @@ var Kinds = map[string]PhaseKind{
 	scenarios.PhasePrefixCache: prefixCacheKind{},
 	scenarios.PhaseRequests:    requestsKind{},
 	scenarios.PhaseLoad:        loadKind{},
+	scenarios.PhaseCapacity:    capacityKind{},
 }
 
 // step is one request of a phase. Point names the breakdown it belongs to
