@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/load"
+	"github.com/tollgate-dev/tollgate/report"
 )
 
 // record is one request of a load point, as saturation sees it: when it
@@ -137,4 +141,16 @@ func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals 
 		return signals, len(signals) > 0
 	}
 	return signals, len(signals) >= 2
+}
+
+// saturatedPoint judges a finished sweep point for stop_when_saturated: it
+// sets the point's saturation signals and returns why the sweep stops
+// ("" to go on). The window is the point's sends.
+func saturatedPoint(lp *report.LoadPoint, recs []record, res load.Result, openLoop bool) string {
+	sig, sat := saturation(recs, res.Start, res.LastSend.Add(time.Nanosecond), res.End, openLoop)
+	lp.Saturation = &sig
+	if !sat {
+		return ""
+	}
+	return "saturated (" + strings.Join(sig, "; ") + ")"
 }
