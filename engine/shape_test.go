@@ -130,6 +130,11 @@ func ignored(p string) bool {
 	if serverSegment.MatchString(p) {
 		return true
 	}
+	// A live server may reason: its reasoning rate is in the shape, but the
+	// simulator standing in for one reasons only when configured to.
+	if reasoningRate.MatchString(p) {
+		return true
+	}
 	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata.", ".server_metrics.summaries."} {
 		if strings.Contains(p, s) {
 			return true
@@ -139,6 +144,8 @@ func ignored(p string) bool {
 }
 
 var serverSegment = regexp.MustCompile(`\.server(\.|\[|$)`)
+
+var reasoningRate = regexp.MustCompile(`\.reasoning_tokens_per_s(\.(mean|min|max|p\d+))?$`)
 
 func filter(m map[string]bool) map[string]bool {
 	out := map[string]bool{}
@@ -192,7 +199,8 @@ func TestShapeIsTheReport(t *testing.T) {
 }
 
 // TestShapeIsTheReportForEveryKind: every phase kind × live target kind
-// (the embedded simulator, and the simulator as an openai server), with
+// (the embedded simulator, the simulator as an openai server, both with and
+// without a reasoning channel, and as an anthropic one), with
 // samples, streamed and not. Tokens are 5 ms apart so that a late read on a
 // loaded machine does not merge them into one arrival (no decode interval).
 func TestShapeIsTheReportForEveryKind(t *testing.T) {
@@ -219,6 +227,12 @@ func TestShapeIsTheReportForEveryKind(t *testing.T) {
 	targets := map[string]string{
 		"embedded": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms}}`,
 		"openai":   `{kind: openai, base_url: "` + url + `", stream: %v}`,
+		// A reasoning model: the answer channel follows 2 reasoning tokens.
+		"embedded-reasoning": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms, reasoning_tokens: 2}}`,
+		// The Messages API, on the simulator and on a server named by URL.
+		"anthropic":           `{kind: anthropic, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms}}`,
+		"anthropic-reasoning": `{kind: anthropic, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms, reasoning_tokens: 2}}`,
+		"anthropic-url":       `{kind: anthropic, base_url: "` + url + `", stream: %v}`,
 	}
 	for name, spec := range phases {
 		for kind, target := range targets {

@@ -31,6 +31,8 @@ const (
 	TargetSeam     = "seam"
 	TargetOpenAI   = "openai"
 	TargetEmbedded = "embedded"
+	// TargetAnthropic is a Messages API target (also on the simulator).
+	TargetAnthropic = "anthropic"
 )
 
 // Run statuses, as Run.Status carries them (the overall report statuses are

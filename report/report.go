@@ -301,6 +301,13 @@ type ServingMetrics struct {
 	ArrivalClock string `json:"arrival_clock,omitempty"`
 	// Warnings are findings that do not fail the run but change how to read it.
 	Warnings []string `json:"warnings"`
+	// TTFOMS is request start → first answer-content token (after any
+	// reasoning); the reasoning figures are 0 or absent for a model that
+	// does not reason; AnswerTokensPerS is the answer channel's decode rate.
+	TTFOMS              Stat `json:"ttfo_ms"`
+	ReasoningTokens     Stat `json:"reasoning_tokens"`
+	ReasoningTokensPerS Stat `json:"reasoning_tokens_per_s"`
+	AnswerTokensPerS    Stat `json:"answer_tokens_per_s"`
 }
 
 // Point is one slice of a phase (a prompt size, a prefix-cache variant).
@@ -370,6 +377,11 @@ type RequestSample struct {
 	TargetPromptTokens int `json:"target_prompt_tokens,omitempty"`
 	// Server is what the server said about this request itself.
 	Server *ServerTimings `json:"server,omitempty"`
+	// The answer and reasoning channels (see ServingMetrics).
+	TTFOMS              *float64 `json:"ttfo_ms,omitempty"`
+	ReasoningTokens     *int     `json:"reasoning_tokens,omitempty"`
+	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
+	AnswerTokensPerS    *float64 `json:"answer_tokens_per_s,omitempty"`
 }
 
 // Server timing sources.

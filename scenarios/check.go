@@ -291,7 +291,9 @@ func checkOpenAI(e *errs, t *Target) {
 	if o.Endpoint == "" {
 		o.Endpoint = "chat"
 	}
-	if !oneOf(o.Endpoint, endpoints) {
+	if t.Kind == KindAnthropic && o.Endpoint != "chat" {
+		e.add(o.At("endpoint"), "%s.endpoint: the Messages API (kind: anthropic) has the chat endpoint only, got %q", path, o.Endpoint)
+	} else if !oneOf(o.Endpoint, endpoints) {
 		e.add(o.At("endpoint"), "%s.endpoint: unknown %q (one of %s)%s", path, o.Endpoint, strings.Join(endpoints, ", "), suggest(o.Endpoint, endpoints))
 	}
 	if o.APIKeyEnv != "" && !isEnvName(o.APIKeyEnv) {

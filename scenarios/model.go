@@ -26,6 +26,8 @@ const (
 	KindSeam     = report.TargetSeam
 	KindOpenAI   = report.TargetOpenAI
 	KindEmbedded = report.TargetEmbedded
+	// KindAnthropic speaks the Messages API; its keys are OpenAITarget's.
+	KindAnthropic = report.TargetAnthropic
 )
 
 // Phase kinds: the report's names, spelt once.
@@ -118,7 +120,7 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if kindNode == nil {
-		d.errorf(n, "%s: missing kind (one of %s, %s, %s)", path, KindSeam, KindOpenAI, KindEmbedded)
+		d.errorf(n, "%s: missing kind (one of %s, %s, %s, %s)", path, KindSeam, KindOpenAI, KindEmbedded, KindAnthropic)
 		return
 	}
 	t.Kind = kindNode.Value
@@ -127,13 +129,13 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 		t.Seam = &SeamTarget{}
 		d.decode(n, reflect.ValueOf(t.Seam).Elem(), path)
 		t.Meta = t.Seam.Meta
-	case KindOpenAI, KindEmbedded:
+	case KindOpenAI, KindEmbedded, KindAnthropic:
 		t.OpenAI = &OpenAITarget{}
 		d.decode(n, reflect.ValueOf(t.OpenAI).Elem(), path)
 		t.Meta = t.OpenAI.Meta
 	default:
-		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s, %s, %s)%s", path, t.Kind, KindSeam, KindOpenAI, KindEmbedded,
-			suggest(t.Kind, []string{KindSeam, KindOpenAI, KindEmbedded}))
+		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s, %s, %s, %s)%s", path, t.Kind, KindSeam, KindOpenAI, KindEmbedded, KindAnthropic,
+			suggest(t.Kind, []string{KindSeam, KindOpenAI, KindEmbedded, KindAnthropic}))
 	}
 }
 
@@ -326,6 +328,8 @@ type SimConfig struct {
 	Seed                int64    `yaml:"seed" json:"seed,omitempty"`
 	// Faults are injected on demand, to test how the client and gates cope.
 	Faults []FaultSpec `yaml:"faults" json:"faults,omitempty"`
+	// ReasoningTokens makes the simulator a reasoning model (0: none).
+	ReasoningTokens int `yaml:"reasoning_tokens" json:"reasoning_tokens,omitempty"`
 }
 
 // IntList is one integer or a list of them (prompt_tokens: 512 or [512, 1024]).

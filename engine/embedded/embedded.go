@@ -44,7 +44,7 @@ func Config(s *scenarios.SimConfig) sim.Config {
 		DecodeStep: dur("decode_step", s.DecodeStep), DecodeStepPerSeq: dur("decode_step_per_seq", s.DecodeStepPerSeq),
 		MaxRunningSeqs: s.MaxRunningSeqs, CacheCapacityTokens: s.CacheCapacityTokens, BlockTokens: s.BlockTokens,
 		DisablePrefixCache: s.DisablePrefixCache, MaxModelLen: s.MaxModelLen, DefaultMaxTokens: s.DefaultMaxTokens, Seed: s.Seed,
-		Faults: faults,
+		ReasoningTokens: s.ReasoningTokens, Faults: faults,
 	}
 }
 
@@ -89,6 +89,9 @@ func Effective(s *scenarios.SimConfig) (map[string]any, error) {
 		"decode_step_per_seq": c.DecodeStepPerSeq.String(), "max_running_seqs": c.MaxRunningSeqs,
 		"cache_capacity_tokens": c.CacheCapacityTokens, "block_tokens": c.BlockTokens,
 		"disable_prefix_cache": c.DisablePrefixCache, "default_max_tokens": c.DefaultMaxTokens, "seed": c.Seed,
+	}
+	if c.ReasoningTokens > 0 {
+		out["reasoning_tokens"] = c.ReasoningTokens
 	}
 	if s != nil && len(s.Faults) > 0 {
 		out["faults"] = s.Faults

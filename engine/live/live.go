@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/anthropic"
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
@@ -117,11 +118,17 @@ type Connect struct {
 var Protocols = map[string]func(Connect) (measure.Client, error){
 	scenarios.KindOpenAI:   openaiClient,
 	scenarios.KindEmbedded: openaiClient,
+	scenarios.KindAnthropic: func(c Connect) (measure.Client, error) {
+		return anthropic.New(openaiConfig(c))
+	},
 }
 
-func openaiClient(c Connect) (measure.Client, error) {
+func openaiClient(c Connect) (measure.Client, error) { return openai.New(openaiConfig(c)) }
+
+// openaiConfig is the transport configuration every protocol shares.
+func openaiConfig(c Connect) openai.Config {
 	cfg := c.Target
-	return openai.New(openai.Config{
+	return openai.Config{
 		Secrets: c.Secrets,
 		BaseURL: c.BaseURL, APIKey: c.APIKey, Headers: cfg.Headers, ExtraBody: cfg.Body,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
@@ -129,7 +136,7 @@ func openaiClient(c Connect) (measure.Client, error) {
 		CAFile: cfg.CAFile, MaxConns: c.MaxConns, MaxLineBytes: int(cfg.MaxLineBytes),
 		FollowRedirects: cfg.FollowRedirects,
 		UserspaceClock:  cfg.ArrivalClock == "read",
-	})
+	}
 }
 
 // Run executes one run against its live target. The report run is returned

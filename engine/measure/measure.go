@@ -141,6 +141,18 @@ type Metrics struct {
 	// TTFTMs: request start → first event with a non-empty content,
 	// reasoning_content/reasoning, tool_calls delta or completions text.
 	TTFTMs *float64 `json:"ttft_ms,omitempty"`
+	// TTFOMs: request start → first event with non-empty answer content
+	// (delta.content, completions text, an Anthropic text_delta): later than
+	// TTFTMs when a reasoning channel comes first; nil when no answer came.
+	TTFOMs *float64 `json:"ttfo_ms,omitempty"`
+	// ReasoningTokens: usage.completion_tokens_details.reasoning_tokens when
+	// the server gives it, else the reasoning events counted (0 when none).
+	ReasoningTokens *int `json:"reasoning_tokens,omitempty"`
+	// ReasoningTokensPerS: (reasoning_tokens − 1) / (t_last_reasoning − t_first_reasoning).
+	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
+	// AnswerTokensPerS: (answer_tokens − 1) / (t_last_answer − t_first_answer),
+	// answer_tokens = completion_tokens − reasoning_tokens.
+	AnswerTokensPerS *float64 `json:"answer_tokens_per_s,omitempty"`
 	// E2EMs: request start → end of stream.
 	E2EMs float64 `json:"e2e_ms"`
 	// DecodeTokensPerS: (completion_tokens − 1) / (t_last_token − t_first_token).

@@ -66,6 +66,13 @@ type Config struct {
 	MeanEOSTokens int
 	// NoEOS makes every request behave as if it set ignore_eos.
 	NoEOS bool
+	// ReasoningTokens makes the simulator a reasoning model: the first
+	// ReasoningTokens tokens of each chat answer (at most its max_tokens)
+	// stream on the reasoning channel (reasoning_content; an Anthropic
+	// thinking block) before the answer, and count in completion_tokens and
+	// usage.completion_tokens_details.reasoning_tokens. 0: none.
+	ReasoningTokens int
+
 	// Seed makes the output text deterministic: the same seed and request
 	// always produce the same text.
 	Seed int64
@@ -173,6 +180,9 @@ func (c Config) validate() error {
 	}
 	if c.DefaultMaxTokens < 1 {
 		bad("sim: DefaultMaxTokens must be at least 1, got %d", c.DefaultMaxTokens)
+	}
+	if c.ReasoningTokens < 0 {
+		bad("sim: ReasoningTokens must not be negative, got %d", c.ReasoningTokens)
 	}
 	if c.MeanEOSTokens < 1 {
 		bad("sim: MeanEOSTokens must be at least 1, got %d", c.MeanEOSTokens)
