@@ -217,7 +217,7 @@ func TestShapeIsTheReportForEveryKind(t *testing.T) {
 		// two requests in flight at most, about 16 ms each (about 125/s), so
 		// queue_ms grows above it and a real run fills both sides of the
 		// bracket as the shape does.
-		"capacity": `{kind: capacity, max_in_flight: 2, capacity: {min: 10, max: 400, start: 10, precision: 50%, budget: 30s, probe: {warmup: 100ms, duration: 400ms, min_requests: 4, repeat: 1}, objectives: ["queue_ms.p99 <= 50", "error_rate <= 0.01", "goodput_pct >= 50"]}, slo: {e2e_ms: 1000}, prompt_tokens: 16, max_tokens: 4}`,
+		"capacity": `{kind: capacity, max_in_flight: 2, arrival: constant, capacity: {min: 10, max: 400, start: 10, precision: 50%, budget: 30s, probe: {warmup: 100ms, duration: 500ms, min_requests: 3, repeat: 1}, objectives: ["queue_ms.p99 <= 50", "error_rate <= 0.01", "goodput_pct >= 50"]}, slo: {e2e_ms: 1000}, prompt_tokens: 16, max_tokens: 4}`,
 	}
 	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: 5 * time.Millisecond}})
 	if err != nil {
