@@ -10,6 +10,13 @@ const (
 	KindPrefixCache = "prefix_cache"
 	KindRequests    = "requests"
 	KindLoad        = "load"
+	KindTrace       = "trace"
+)
+
+// Conversation phase kinds: multi-turn sessions and agentic tool-call loops.
+const (
+	KindSessions = "sessions"
+	KindAgent    = "agent"
 )
 
 // Prefix-cache variants: the keys of Phase.Variants, in the order they run

@@ -174,6 +174,18 @@ type Phase struct {
 	Capacity *Capacity `json:"capacity,omitempty"`
 	// Stopped says why a sweep ended before its last point (stop_when_saturated).
 	Stopped string `json:"stopped,omitempty"`
+	// Dataset says where a phase's prompts came from (prompt.dataset).
+	Dataset *Dataset `json:"dataset,omitempty"`
+	// Trace is a trace phase's replay against its trace (trace.go).
+	Trace *TraceReplay `json:"trace,omitempty"`
+
+	// ByTurn splits a sessions phase by turn ("1", "2", …), ByStep an agent
+	// phase by step; Sessions and
+	// Agent are the per-session and per-task figures (conversation.go).
+	ByTurn   map[string]*Point `json:"by_turn,omitempty"`
+	ByStep   map[string]*Point `json:"by_step,omitempty"`
+	Sessions *SessionStats     `json:"sessions,omitempty"`
+	Agent    *AgentStats       `json:"agent,omitempty"`
 
 	// Samples is []SeamSample or []RequestSample, unless report.samples is false.
 	Samples any `json:"samples,omitempty"`

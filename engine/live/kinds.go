@@ -28,6 +28,9 @@ var Kinds = map[string]PhaseKind{
 	scenarios.PhaseRequests:    requestsKind{},
 	scenarios.PhaseLoad:        loadKind{},
 	scenarios.PhaseCapacity:    capacityKind{},
+	scenarios.PhaseTrace:       traceKind{},
+	scenarios.PhaseSessions:    sessionsKind{},
+	scenarios.PhaseAgent:       agentKind{},
 }
 
 // step is one request of a phase. Point names the breakdown it belongs to

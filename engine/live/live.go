@@ -7,6 +7,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -274,6 +275,7 @@ func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, 
 	}
 	err := kind.Run(ctx, r, p, ph)
 	r.warnings = nil
+	ph.Dataset = datasetReport(p)
 	if r.metrics {
 		switch after, err2 := r.send.scrapeMetrics(ctx); {
 		case scrapeErr != nil:
@@ -372,6 +374,14 @@ func poolSize(phases []*scenarios.Phase) int {
 	for _, p := range phases {
 		if p.Kind == scenarios.PhaseCapacity {
 			n = max(n, min(int(p.Capacity.Max), 4096))
+		}
+		if p.Kind == scenarios.PhaseTrace {
+			// An open loop too: keep-alive for what it may hold in flight.
+			n = max(n, min(cmp.Or(p.MaxInFlight, 4096), 4096))
+			continue
+		}
+		if p.Kind == scenarios.PhaseSessions || p.Kind == scenarios.PhaseAgent {
+			n = max(n, conversationConns(p))
 		}
 		if p.Kind != scenarios.PhaseLoad {
 			continue

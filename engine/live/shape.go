@@ -85,6 +85,9 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 	}
 	s.channels(&m, req, completion)
 	res.Metrics = m
+	if res.Reply = shapeReply(req); res.Reply != nil && len(res.Reply.ToolCalls) > 0 {
+		res.TTFOMs = nil // a tool call is no answer content
+	}
 	return res
 }
 

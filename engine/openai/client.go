@@ -330,6 +330,9 @@ func (c *Client) buildBody(req Request) (path string, body []byte, err error) {
 	case "", EndpointChat:
 		path = "/v1/chat/completions"
 		b["messages"] = req.Messages
+		if len(req.Tools) > 0 {
+			b["tools"] = req.Tools
+		}
 	case EndpointCompletions:
 		path = "/v1/completions"
 		b["prompt"] = req.Prompt
@@ -513,7 +516,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		if c.cfg.Dialect != nil {
 			return c.readDialectJSON(ctx, resp, start, acc, res)
 		}
-		return c.readJSONBody(ctx, resp, start, acc, res)
+		return c.readJSONBody(ctx, resp, start, acc, res, req.Transcript)
 	}
 
 	bufp := c.bufs.Get().(*[]byte)
@@ -528,10 +531,21 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		}
 	}()
 	var streamErr error
+	var tr *transcript
+	// The transcript reads OpenAI chunks; another dialect keeps no reply.
+	if req.Transcript && c.cfg.Dialect == nil {
+		tr = &transcript{}
+		defer func() { res.Reply = tr.reply() }()
+	}
 	emit := func(ev *sse.Event) error {
 		had := acc.TokenEvents()
 		if err := acc.Event(ev); err != nil {
 			return err
+		}
+		if tr != nil {
+			if err := tr.event(ev); err != nil {
+				return err
+			}
 		}
 		if had == 0 && acc.TokenEvents() > 0 {
 			// Prefill is over: switch from the first-token to the idle clock.
@@ -631,7 +645,7 @@ type nonStreamBody struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start time.Time, acc StreamAccumulator, res Result) (Result, error) {
+func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start time.Time, acc StreamAccumulator, res Result, keep bool) (Result, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, jsonBodyBytes))
 	end := time.Since(start)
 	res.BytesReceived = int64(len(data))
@@ -656,6 +670,9 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 		se := decodeStreamError(b.Error)
 		res.Err = c.fail(ClassProtocol, 0, se.Error(), se)
 		return res, res.Err
+	}
+	if keep {
+		res.Reply = replyJSON(data)
 	}
 	for _, ch := range b.Choices {
 		if m := ch.Message; m != nil {

@@ -85,6 +85,10 @@ type Config struct {
 	// errors, resets, stalls, broken streams); none by default. See Fault.
 	Faults []Fault
 
+	// ToolCalls, when set, replaces DefaultToolCalls: how requests that
+	// offer tools are answered with tool calls.
+	ToolCalls *ToolCalls
+
 	// RequestLog, when set, receives one JSON line (a RequestRecord) per
 	// admitted generation request as it ends, through a bounded buffer that
 	// only ever writes whole lines, at the latest a second after the
@@ -188,5 +192,8 @@ func (c Config) validate() error {
 		bad("sim: MeanEOSTokens must be at least 1, got %d", c.MeanEOSTokens)
 	}
 	errs = append(errs, validateFaults(c.Faults)...)
+	if c.ToolCalls != nil {
+		errs = append(errs, c.ToolCalls.validate())
+	}
 	return errors.Join(errs...)
 }

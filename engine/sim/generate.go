@@ -38,6 +38,9 @@ type genRequest struct {
 	// RequestID names the request (vLLM's field); the X-Request-Id header
 	// takes precedence. The response id is the endpoint's prefix + it.
 	RequestID string `json:"request_id"`
+	// Tools and ToolChoice: see ToolCalls (tools.go).
+	Tools      []wireTool      `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // generation is one admitted request on its way through the scheduler.
@@ -62,6 +65,9 @@ type generation struct {
 	firstSend time.Time // just before the write of the first token's chunk
 	lastSend  time.Time // just before the write of the last token's chunk
 	sent      int       // completion tokens written
+
+	// calls are the tool calls the answer makes (none: a text answer).
+	calls []plannedCall
 }
 
 // stampSend records a write of chunks carrying n more tokens, about to happen.
@@ -266,6 +272,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind apiKind) (*g
 	} else {
 		g.id = prefix + strconv.FormatUint(s.nextID.Add(1), 10)
 	}
+	if e := s.planToolCalls(g, &req, promptHash); e != nil {
+		return nil, nil, e
+	}
 	return g, &req, nil
 }
 
@@ -368,6 +377,9 @@ func (g *generation) usage() usage {
 
 // respond serves a non-streamed request once every token exists.
 func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generation, f *activeFault) error {
+	if g.calls != nil {
+		return s.respondToolCalls(ctx, w, g)
+	}
 	var text, reasoning strings.Builder
 	n := 0
 	err := s.run(ctx, g, false, func(toks []*outTok) error {
@@ -494,6 +506,9 @@ func (s *Server) writeOut(ctx context.Context, w http.ResponseWriter, rc *http.R
 // that needs no escaping; each batch of new tokens is one write and one flush.
 // f, when not nil, is the fault this response carries.
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generation, includeUsage bool, f *activeFault) error {
+	if g.calls != nil {
+		return s.streamToolCalls(ctx, w, g, includeUsage)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
