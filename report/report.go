@@ -170,6 +170,10 @@ type Phase struct {
 
 	// Points are the load points of a load phase (one, or one per sweep value).
 	Points []*LoadPoint `json:"points,omitempty"`
+	// Capacity is a capacity phase's search and what it found.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	// Stopped says why a sweep ended before its last point (stop_when_saturated).
+	Stopped string `json:"stopped,omitempty"`
 	// Dataset says where a phase's prompts came from (prompt.dataset).
 	Dataset *Dataset `json:"dataset,omitempty"`
 	// Trace is a trace phase's replay against its trace (trace.go).
@@ -259,6 +263,9 @@ type LoadPoint struct {
 	AchievedConcurrency *float64 `json:"achieved_concurrency,omitempty"`
 	PeakInFlight        int64    `json:"peak_in_flight"`
 	Goodput             *Goodput `json:"goodput,omitempty"`
+	// Saturation lists the saturation signals seen at this point; only a
+	// sweep with stop_when_saturated looks for them.
+	Saturation *[]string `json:"saturation,omitempty"`
 }
 
 // Goodput counts requests that succeeded within every SLO limit.

@@ -15,7 +15,7 @@ var (
 	transports   = []string{"direct", "relay"}
 	cacheModes   = []string{"cached", "stateless"}
 	compressions = []string{"none", "zlib"}
-	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad, PhaseTrace, PhaseSessions, PhaseAgent}
+	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad, PhaseTrace, PhaseSessions, PhaseAgent, PhaseCapacity}
 	arrivals     = []string{"poisson", "constant", "gamma"}
 	distKinds    = []string{"uniform", "normal"}
 	endpoints    = []string{"chat", "completions"}
@@ -37,7 +37,8 @@ var livePhaseKeys = map[string][]string{
 	PhaseRequests:    {"kind", "description", "requests", "max_tokens", "repeat", "max_error_rate", "prompt", "seed"},
 	PhaseTrace:       {"kind", "description", "trace", "requests", "max_tokens", "max_in_flight", "seed", "max_error_rate"},
 	PhaseLoad: {"kind", "description", "concurrency", "rate", "arrival", "burstiness", "requests", "duration", "ramp_up",
-		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate"},
+		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate", "stop_when_saturated"},
+	PhaseCapacity: {"kind", "description", "capacity", "max_in_flight", "arrival", "burstiness", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix"},
 	PhaseSessions: sessionsKeys,
 	PhaseAgent:    agentKeys,
 }
@@ -427,7 +428,7 @@ func checkLivePhase(d *decoder, p *Phase) {
 			e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
 		}
 	}
-	if p.Kind != PhaseLoad {
+	if p.Kind != PhaseLoad && p.Kind != PhaseCapacity {
 		for key, dist := range map[string]*Dist{"prompt_tokens": p.PromptDist, "max_tokens": p.MaxTokensDist} {
 			if dist != nil {
 				e.add(p.At(key), "%s.%s: a distribution applies only to load phases; give a number", path, key)
@@ -466,6 +467,8 @@ func checkLivePhase(d *decoder, p *Phase) {
 		}
 	case PhaseLoad:
 		checkLoad(e, p, path)
+	case PhaseCapacity:
+		checkCapacity(e, p, path)
 	case PhaseTrace:
 		checkTrace(e, p, d.file, path)
 	case PhaseSessions, PhaseAgent:
@@ -623,6 +626,9 @@ func checkLoad(e *errs, p *Phase, path string) {
 	}
 	if p.Has("duration") && p.Duration.Duration <= 0 {
 		e.add(p.At("duration"), "%s.duration: must be positive", path)
+	}
+	if p.StopWhenSaturated && len(p.Sweep.Rate) == 0 && len(p.Sweep.Concurrency) == 0 {
+		e.add(p.At("stop_when_saturated"), "%s.stop_when_saturated: applies to a sweep", path)
 	}
 	if p.MaxInFlight < 0 {
 		e.add(p.At("max_in_flight"), "%s.max_in_flight: must be positive, got %d", path, p.MaxInFlight)

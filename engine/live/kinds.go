@@ -27,6 +27,7 @@ var Kinds = map[string]PhaseKind{
 	scenarios.PhasePrefixCache: prefixCacheKind{},
 	scenarios.PhaseRequests:    requestsKind{},
 	scenarios.PhaseLoad:        loadKind{},
+	scenarios.PhaseCapacity:    capacityKind{},
 	scenarios.PhaseTrace:       traceKind{},
 	scenarios.PhaseSessions:    sessionsKind{},
 	scenarios.PhaseAgent:       agentKind{},

@@ -372,6 +372,9 @@ func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []measure.M
 func poolSize(phases []*scenarios.Phase) int {
 	n := 4
 	for _, p := range phases {
+		if p.Kind == scenarios.PhaseCapacity {
+			n = max(n, min(int(p.Capacity.Max), 4096))
+		}
 		if p.Kind == scenarios.PhaseTrace {
 			// An open loop too: keep-alive for what it may hold in flight.
 			n = max(n, min(cmp.Or(p.MaxInFlight, 4096), 4096))

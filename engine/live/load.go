@@ -209,6 +209,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		base := next
 		done := 0
 		var pointKept []report.RequestSample // under st.mu
+		var recs []record                    // under st.mu; for stop_when_saturated
 		started := time.Now()
 		tick := r.progressTicker(pctx, func() Progress {
 			st.mu.Lock()
@@ -258,6 +259,9 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			all.add(out, name)
 			allMu.Unlock()
 			_ = st.queue.Add(float64(sent.Sub(scheduled).Nanoseconds()) / 1e6)
+			if p.StopWhenSaturated {
+				recs = append(recs, record{scheduled: scheduled, sent: sent, end: end, ttftMS: out.TTFTMs, ok: out.Err == nil})
+			}
 			if st.firstStart.IsZero() || sent.Before(st.firstStart) {
 				st.firstStart = sent
 			}
@@ -345,6 +349,12 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			}
 		}
 		ph.Points = append(ph.Points, lp)
+		if p.StopWhenSaturated {
+			if stop := saturatedPoint(lp, recs, res, sp.rate > 0); stop != "" && len(ph.Points) < len(specs) {
+				ph.Stopped = label + ": " + stop
+				break
+			}
+		}
 		if stopErr != nil {
 			ph.ServingMetrics = all.metrics()
 			return stopErr

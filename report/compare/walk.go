@@ -37,7 +37,7 @@ func direction(name string) Direction {
 	case strings.HasSuffix(name, "_ms"), strings.HasSuffix(name, "_bytes"), name == "bytes_per_token",
 		name == "rate", name == "connection_attempts":
 		return LowerIsBetter
-	case strings.HasSuffix(name, "_per_s"), name == "speedup", name == "compression_ratio", name == "attained_pct":
+	case strings.HasSuffix(name, "_per_s"), name == "speedup", name == "compression_ratio", name == "max_concurrency", name == "attained_pct":
 		return HigherIsBetter
 	}
 	return Neutral
@@ -171,6 +171,9 @@ func (w *walker) run(rn string, run *report.Run) error {
 	}
 	for _, pn := range run.PhaseNames() {
 		p := run.Phases[pn]
+		if p != nil && p.Capacity != nil {
+			w.capacity(join(base, "phases", pn, "capacity"), p.Capacity)
+		}
 		if p == nil || p.ServingMetrics == nil || p.Kind == report.KindWarmup {
 			continue
 		}
@@ -421,4 +424,22 @@ func repValues(tree map[string]any, path []string) map[string][]float64 {
 		return nil
 	}
 	return out
+}
+
+// capacity adds a capacity search: the value found, and its bracket beside
+// it (the highest pass and the lowest fail, neutral: where the search
+// probed, not how well the server did).
+func (w *walker) capacity(path []string, c *report.Capacity) {
+	if c.By == "concurrency" {
+		var v *float64
+		if c.MaxConcurrency != nil {
+			f := float64(*c.MaxConcurrency)
+			v = &f
+		}
+		w.scalar(join(path, "max_concurrency"), v, false)
+	} else {
+		w.scalar(join(path, "max_rate_per_s"), c.MaxRatePerS, false)
+	}
+	w.scalar(join(path, "bracket", "pass"), c.Bracket.Pass, false)
+	w.scalar(join(path, "bracket", "fail"), c.Bracket.Fail, false)
 }

@@ -87,6 +87,7 @@ func (c *charts) sections() []section {
 	all := []section{
 		{ID: "performance", Title: "Prefill, decode and prefix cache", Figures: concat(c.ttftByPrompt(), c.decodeRate(), c.prefixCache())},
 		{ID: "load", Title: "Load sweeps", Figures: c.sweeps()},
+		{ID: "capacity", Title: "Capacity", Note: "Each probe's objective statistic against the load it offered.", Figures: c.capacity()},
 		{ID: "breakdown", Title: "Seam latency breakdown", Note: "Mean time per transfer spent in each step, from the samples.", Figures: c.seamBreakdown()},
 		{ID: "cdf", Title: "Latency distributions", Figures: c.cdfs()},
 	}

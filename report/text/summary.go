@@ -63,6 +63,7 @@ func Summary(w io.Writer, r *report.Report) error {
 			writeLiveRun(ew, lr)
 		}
 	}
+	writeCapacity(ew, r)
 	if len(r.Gates) > 0 {
 		fmt.Fprintln(ew, "gates:")
 		for _, g := range r.Gates {

@@ -1,0 +1,248 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// The search alone, against a known threshold: it converges within the
+// precision, probes the found value repeat times, and handles a repeat that
+// fails, a min that fails and a max that passes.
+func TestSearchFindsTheThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		c              scenarios.Capacity
+		passes         func(v float64, n int) bool // n: probes so far
+		stop           string
+		lo, hi         float64 // the found value lies in [lo, hi]
+		wantProbesUpTo int
+	}{
+		{name: "rate 8.0", c: cap(1, 64, 1, 0.05, "rate", 2), passes: func(v float64, _ int) bool { return v <= 8 }, stop: report.CapacityConverged, lo: 8 / 1.05, hi: 8, wantProbesUpTo: 12},
+		{name: "start above the threshold", c: cap(1, 64, 32, 0.05, "rate", 1), passes: func(v float64, _ int) bool { return v <= 5 }, stop: report.CapacityConverged, lo: 5 / 1.05, hi: 5, wantProbesUpTo: 12},
+		{name: "concurrency 13", c: cap(1, 256, 1, 0.01, "concurrency", 1), passes: func(v float64, _ int) bool { return v <= 13 }, stop: report.CapacityConverged, lo: 13, hi: 13, wantProbesUpTo: 12},
+		{name: "min fails", c: cap(2, 64, 2, 0.05, "rate", 1), passes: func(float64, int) bool { return false }, stop: report.CapacityBelowMin, wantProbesUpTo: 1},
+		{name: "max passes", c: cap(1, 10, 1, 0.05, "rate", 2), passes: func(float64, int) bool { return true }, stop: report.CapacityAtMax, lo: 10, hi: 10, wantProbesUpTo: 6},
+		// The first repeat of the found value fails (a noisy boundary): the
+		// search goes on below it.
+		{name: "a repeat fails", c: cap(1, 64, 1, 0.05, "rate", 2), passes: func() func(float64, int) bool {
+			failed := false
+			return func(v float64, _ int) bool {
+				if v > 8 {
+					return false
+				}
+				if v > 7.7 && !failed {
+					if seen[v]++; seen[v] == 2 {
+						failed = true
+						return false
+					}
+				}
+				return true
+			}
+		}(), stop: report.CapacityConverged, lo: 7 / 1.05, hi: 8, wantProbesUpTo: 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSearch(&tc.c)
+			n := 0
+			for {
+				v, _, ok := s.next()
+				if !ok {
+					break
+				}
+				if v < tc.c.Min || v > tc.c.Max {
+					t.Fatalf("probe %v outside [%v, %v]", v, tc.c.Min, tc.c.Max)
+				}
+				s.record(v, tc.passes(v, n))
+				n++
+				if n > 100 {
+					t.Fatal("no convergence")
+				}
+			}
+			if s.stop != tc.stop {
+				t.Errorf("stop %q, want %q", s.stop, tc.stop)
+			}
+			if tc.hi > 0 && (s.pass < tc.lo || s.pass > tc.hi) {
+				t.Errorf("found %v, want within [%v, %v]", s.pass, tc.lo, tc.hi)
+			}
+			if tc.stop == report.CapacityConverged && s.passes[s.pass] < tc.c.Probe.Repeat {
+				t.Errorf("found %v passed %d times, want %d", s.pass, s.passes[s.pass], tc.c.Probe.Repeat)
+			}
+			if n > tc.wantProbesUpTo {
+				t.Errorf("%d probes, want at most %d", n, tc.wantProbesUpTo)
+			}
+		})
+	}
+}
+
+var seen = map[float64]int{}
+
+func cap(lo, hi, start, precision float64, by string, repeat int) scenarios.Capacity {
+	return scenarios.Capacity{Min: lo, Max: hi, Start: start, By: by, Precision: scenarios.Percent{Fraction: precision}, Probe: scenarios.Probe{Repeat: repeat}}
+}
+
+// Saturation over requests of known times: a server keeping up shows no
+// signal; one serving half the arrivals shows it falling behind.
+func TestSaturationSignals(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	build := func(rate float64, service func(i int) time.Duration, n int) []record {
+		var out []record
+		for i := 0; i < n; i++ {
+			sent := t0.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+			ttft := float64(service(i).Milliseconds()) / 4
+			out = append(out, record{scheduled: sent, sent: sent, end: sent.Add(service(i)), ttftMS: &ttft, ok: true})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		recs      []record
+		saturated bool
+		signal    string
+	}{
+		{name: "keeps up", recs: build(10, func(int) time.Duration { return 200 * time.Millisecond }, 40)},
+		// One server at 5/s under 10/s: the i-th waits i × 100 ms more.
+		{name: "falls behind", recs: build(10, func(i int) time.Duration { return time.Duration(200+100*i) * time.Millisecond }, 40), saturated: true, signal: "not served"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			to := t0.Add(4 * time.Second)
+			sig, sat := saturation(tc.recs, t0, to, to, true)
+			if sat != tc.saturated {
+				t.Errorf("saturated %v, want %v (signals %q)", sat, tc.saturated, sig)
+			}
+			if tc.signal != "" && !strings.Contains(strings.Join(sig, "|"), tc.signal) {
+				t.Errorf("signals %q, want one with %q", sig, tc.signal)
+			}
+		})
+	}
+}
+
+// Known truth: the simulator's capacity follows from its configuration
+// (docs/scenarios.md, "Capacity"). Each configuration is bound by the
+// simulated server (4 slots, or one shared prefill), at rates a loaded
+// client sends without effort; the search must find it within its
+// precision plus the probes' noise (±15 %).
+func TestCapacityFindsTheSimulatorsCapacity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a capacity search takes about 30 s")
+	}
+	if raceEnabled {
+		t.Skip("under the race detector the client, not the simulated server, bounds the load")
+	}
+	for _, tc := range []struct {
+		name   string
+		sim    string
+		prompt int
+		maxTok int
+		truth  float64 // requests/s, from the formula
+	}{
+		// 4 slots × 1 / (10 ms + 24 × 20 ms + ~10 ms to join a step) ≈ 8/s.
+		{name: "slot bound", sim: `{max_running_seqs: 4, ttft_base: 10ms, decode_step: 20ms, decode_step_per_seq: 1ns, prefill_tokens_per_s: 1000000}`, prompt: 32, maxTok: 25, truth: 4 / 0.5},
+		// One prefill of 512 tokens at 5120 tokens/s: 100 ms each, 10/s.
+		{name: "prefill bound", sim: `{max_running_seqs: 256, ttft_base: 1ms, decode_step: 5ms, decode_step_per_seq: 1ns, prefill_tokens_per_s: 5120, disable_prefix_cache: true}`, prompt: 512, maxTok: 4, truth: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: embedded, sim: %s}
+phases:
+  capacity:
+    kind: capacity
+    capacity:
+      min: 1
+      max: 64
+      start: 2
+      precision: 5%%
+      budget: 100s
+      probe: {warmup: 500ms, duration: 2500ms, min_requests: 20, repeat: 2}
+      objectives: ["ttft_ms.p99 <= 300", "error_rate <= 0.01"]
+    arrival: constant
+    prompt_tokens: %d
+    max_tokens: %d
+`, tc.sim, tc.prompt, tc.maxTok), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+			defer cancel()
+			started := time.Now()
+			r, err := Run(ctx, sc.Runs[0], Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := r.Phases["capacity"].Capacity
+			if c.MaxRatePerS == nil {
+				t.Fatalf("no capacity found: %+v", c)
+			}
+			got := *c.MaxRatePerS
+			t.Logf("found %.3g/s, truth %.3g/s (%+.1f%%), %d probes, %.1f s, bound by %s, bracket [%.3g, %v]",
+				got, tc.truth, 100*(got/tc.truth-1), c.ProbeCount, time.Since(started).Seconds(), c.BoundBy, *c.Bracket.Pass, fmtPtr(c.Bracket.Fail))
+			if math.Abs(got/tc.truth-1) > 0.15 {
+				t.Errorf("found %.3g/s, truth %.3g/s", got, tc.truth)
+			}
+			if c.Stop != report.CapacityConverged || c.Bracket.Fail == nil || *c.Bracket.Fail/got > 1.05+1e-9 {
+				t.Errorf("stop %s bracket %v..%v", c.Stop, got, fmtPtr(c.Bracket.Fail))
+			}
+		})
+	}
+}
+
+func fmtPtr(f *float64) string {
+	if f == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.3g", *f)
+}
+
+// A simulator configured to fall behind (one slot, 200 ms a request: 5/s)
+// is called saturated at 20/s: a capacity probe is cut short, and a sweep
+// with stop_when_saturated ends at that point with its reason.
+func TestSaturationDetectedOnASimulatorFallingBehind(t *testing.T) {
+	sc := parse(t, `
+targets:
+  s: {kind: embedded, sim: {max_running_seqs: 1, ttft_base: 1ms, decode_step: 20ms, decode_step_per_seq: 1ns}}
+phases:
+  sweep:
+    kind: load
+    sweep: {rate: [2, 20, 40]}
+    duration: 3s
+    arrival: constant
+    prompt_tokens: 16
+    max_tokens: 10
+    stop_when_saturated: true
+  capacity:
+    kind: capacity
+    capacity:
+      min: 20
+      max: 40
+      budget: 30s
+      probe: {warmup: 200ms, duration: 3s, min_requests: 10, repeat: 1}
+      objectives: ["e2e_ms.p50 <= 10000"]
+    arrival: constant
+    prompt_tokens: 16
+    max_tokens: 10
+`, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	r, err := Run(ctx, sc.Runs[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := r.Phases["sweep"]
+	if len(sw.Points) != 2 || !strings.Contains(sw.Stopped, "rate 20/s: saturated") {
+		t.Errorf("sweep: %d points, stopped %q", len(sw.Points), sw.Stopped)
+	}
+	if s := sw.Points[0].Saturation; s == nil || len(*s) != 0 {
+		t.Errorf("2/s is served, yet signals %v", s)
+	}
+	c := r.Phases["capacity"].Capacity
+	pr := c.Probes[0]
+	if pr.Verdict != report.ProbeSaturated || !pr.CutShort || c.Stop != report.CapacityBelowMin || c.BoundBy != report.ProbeSaturated {
+		t.Errorf("probe %+v, search %s bound by %s", pr, c.Stop, c.BoundBy)
+	}
+	if c.MaxRatePerS != nil {
+		t.Errorf("found %v below a min that fails", *c.MaxRatePerS)
+	}
+}

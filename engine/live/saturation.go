@@ -1,0 +1,156 @@
+package live
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/load"
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// record is one request of a load point, as saturation sees it: when it
+// was scheduled and sent, when it ended (zero while in flight), its TTFT
+// (nil when it had none) and whether it succeeded.
+type record struct {
+	scheduled, sent, end time.Time
+	ttftMS               *float64
+	ok                   bool
+}
+
+// Saturation thresholds: generous, so a server that keeps up is never
+// called saturated on a loaded machine.
+const (
+	// servedRatio: completions per second below this share of arrivals.
+	servedRatio = 0.8
+	// growth: a later third above growth × the first third plus a floor.
+	growth = 1.5
+	// minSaturationRecords are the requests a judgment needs.
+	minSaturationRecords = 12
+)
+
+// saturation returns the saturation signals of the requests sent in
+// [from, to), judged at now (requests not ended by now are in flight):
+//
+//   - completions per second in the window's second half below 80 % of
+//     arrivals per second in it (the offered load is not being served);
+//   - requests in flight at the end of the window above 1.5 × their mean
+//     over its first third + 2 (in flight grows);
+//   - queue_ms (scheduled → sent) of the last third above 1.5 × the first
+//     third's + 5 ms (the client cannot send on schedule);
+//   - median TTFT of the last third above 1.5 × the first third's + 20 ms
+//     (TTFT trends upward).
+//
+// A point is saturated when two signals agree; a closed loop (openLoop
+// false) is judged by TTFT alone, since its arrivals are its completions.
+func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals []string, saturated bool) {
+	var in []record
+	for _, r := range recs {
+		if !r.sent.Before(from) && r.sent.Before(to) {
+			in = append(in, r)
+		}
+	}
+	if len(in) < minSaturationRecords || !to.After(from) {
+		return []string{}, false
+	}
+	slices.SortFunc(in, func(a, b record) int { return a.sent.Compare(b.sent) })
+	span := to.Sub(from)
+	third := func(k int) []record {
+		lo, hi := from.Add(span*time.Duration(k)/3), from.Add(span*time.Duration(k+1)/3)
+		var out []record
+		for _, r := range in {
+			if !r.sent.Before(lo) && r.sent.Before(hi) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	first, last := third(0), third(2)
+	signals = []string{}
+	if openLoop {
+		half := from.Add(span / 2)
+		arrived, served := 0, 0
+		for _, r := range recs {
+			if !r.sent.Before(half) && r.sent.Before(to) {
+				arrived++
+			}
+			if !r.end.IsZero() && !r.end.Before(half) && r.end.Before(to) {
+				served++
+			}
+		}
+		secs := to.Sub(half).Seconds()
+		if arrived >= minSaturationRecords/2 && float64(served) < servedRatio*float64(arrived) {
+			signals = append(signals, fmt.Sprintf("not served: %.3g completions/s behind %.3g arrivals/s", float64(served)/secs, float64(arrived)/secs))
+		}
+		inflight := func(t time.Time) int {
+			n := 0
+			for _, r := range recs {
+				if !r.sent.After(t) && (r.end.IsZero() || r.end.After(t)) {
+					n++
+				}
+			}
+			return n
+		}
+		var early float64
+		for k := 0; k < 4; k++ {
+			early += float64(inflight(from.Add(span * time.Duration(k) / 12)))
+		}
+		early /= 4
+		endAt := to
+		if now.Before(to) {
+			endAt = now
+		}
+		if late := inflight(endAt); float64(late) > growth*early+2 {
+			signals = append(signals, fmt.Sprintf("in flight grows: %.3g early in the window, %d at its end", early, late))
+		}
+		q := func(rs []record) float64 {
+			if len(rs) == 0 {
+				return 0
+			}
+			var s float64
+			for _, r := range rs {
+				s += float64(r.sent.Sub(r.scheduled).Microseconds()) / 1000
+			}
+			return s / float64(len(rs))
+		}
+		if q0, q2 := q(first), q(last); len(last) > 0 && q2 > growth*q0+5 {
+			signals = append(signals, fmt.Sprintf("queue_ms grows: mean %.3g ms in the first third, %.3g ms in the last", q0, q2))
+		}
+	}
+	med := func(rs []record) (float64, bool) {
+		var v []float64
+		for _, r := range rs {
+			if r.ttftMS != nil {
+				v = append(v, *r.ttftMS)
+			}
+		}
+		if len(v) < 3 {
+			return 0, false
+		}
+		sort.Float64s(v)
+		return v[len(v)/2], true
+	}
+	t0, ok0 := med(first)
+	t2, ok2 := med(last)
+	if ok0 && ok2 && t2 > growth*t0+20 {
+		signals = append(signals, fmt.Sprintf("ttft trends up: median %.4g ms in the first third, %.4g ms in the last", t0, t2))
+	}
+	if !openLoop {
+		return signals, len(signals) > 0
+	}
+	return signals, len(signals) >= 2
+}
+
+// saturatedPoint judges a finished sweep point for stop_when_saturated: it
+// sets the point's saturation signals and returns why the sweep stops
+// ("" to go on). The window is the point's sends.
+func saturatedPoint(lp *report.LoadPoint, recs []record, res load.Result, openLoop bool) string {
+	sig, sat := saturation(recs, res.Start, res.LastSend.Add(time.Nanosecond), res.End, openLoop)
+	lp.Saturation = &sig
+	if !sat {
+		return ""
+	}
+	return "saturated (" + strings.Join(sig, "; ") + ")"
+}
