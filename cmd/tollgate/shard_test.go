@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/stats"
+)
+
+// shardScenario is a load phase at rate req/s (Poisson) for n requests and
+// a decode phase (not load-bearing: shard 0 only) against base.
+func shardScenario(t *testing.T, dir, name, base string, rate float64, n int) string {
+	t.Helper()
+	sc := fmt.Sprintf(`name: %s
+targets:
+  server:
+    kind: openai
+    base_url: %s
+    metrics: false
+    metadata: false
+phases:
+  decode: {prompt_tokens: 32, max_tokens: 4, repeat: 2}
+  load:
+    kind: load
+    rate: %g
+    arrival: poisson
+    requests: %d
+    prompt_tokens: {distribution: uniform, min: 16, max: 48}
+    max_tokens: 4
+report:
+  samples: true
+gates:
+  - name: every request answered
+    expr: runs.server.phases.load.points[0].succeeded == %d && runs.server.phases.load.errors.count == 0
+`, name, base, rate, n, n)
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(sc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runShards runs the n shards of a scenario as n processes of the real
+// binary at once, with a common --start-at, and returns their report paths.
+func runShards(t *testing.T, dir, scenario string, n int, extra ...string) (reports, samples []string) {
+	t.Helper()
+	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	var wg sync.WaitGroup
+	res := make([]result, n)
+	for i := range n {
+		reports = append(reports, filepath.Join(dir, fmt.Sprintf("shard-%d.json", i)))
+		samples = append(samples, filepath.Join(dir, fmt.Sprintf("shard-%d.jsonl", i)))
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			args := append([]string{"run", scenario, "--shard", fmt.Sprintf("%d/%d", i, n), "--start-at", start,
+				"--json-out", reports[i], "--samples-out", samples[i], "-q"}, extra...)
+			res[i] = runBin(t, perfBin, args...)
+		}(i)
+	}
+	wg.Wait()
+	for i, r := range res {
+		if r.code != 0 {
+			t.Fatalf("shard %d/%d: exit %d\n%s\n%s", i, n, r.code, r.stdout, r.stderr)
+		}
+	}
+	return reports, samples
+}
+
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			v = v.(map[string]any)[k]
+		case int:
+			v = v.([]any)[k]
+		}
+	}
+	return v
+}
+
+// TestShardMergeLoopback: one tollgate serve, three shard processes of the
+// real binary at 600 req/s together, merged, judged once, and compared with
+// one process sending the same workload.
+func TestShardMergeLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four load processes")
+	}
+	dir := t.TempDir()
+	url := startServeWith(t, perfBin)
+	const total = 1800 // past 1,024 samples: the histograms are in bucket mode
+	sc := shardScenario(t, dir, "sharded", url, 600, total)
+	reports, samples := runShards(t, dir, sc, 3)
+
+	merged := filepath.Join(dir, "merged.json")
+	if r := runBin(t, perfBin, append([]string{"merge", "--json-out", merged}, reports...)...); r.code != 0 {
+		t.Fatalf("merge: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	judged := filepath.Join(dir, "judged.json")
+	j := runBin(t, perfBin, "judge", sc, merged, "--json-out", judged)
+	if j.code != 0 || strings.Count(j.stdout, "PASS  ") != 1 {
+		t.Fatalf("judge: exit %d (want 0, one gate passed)\n%s\n%s", j.code, j.stdout, j.stderr)
+	}
+	m := readJSONReport(t, judged)
+	if g := m["gates"].([]any); len(g) != 1 || dig(g, 0, "status") != "pass" {
+		t.Errorf("gates of the judged merge: %v", g)
+	}
+	load := dig(m, "runs", "server", "phases", "load")
+	pt := dig(load, "points", 0)
+	if got := dig(pt, "requests").(float64); got != total {
+		t.Errorf("merged requests %v, want %d", got, total)
+	}
+	if got := len(dig(load, "samples").([]any)); got != total {
+		t.Errorf("merged samples %d, want %d (concatenated)", got, total)
+	}
+	if got := len(dig(load, "shards").([]any)); got != 3 {
+		t.Errorf("per-shard figures: %d, want 3", got)
+	}
+	if dig(m, "runs", "server", "phases", "decode") == nil {
+		t.Error("the decode phase (shard 0's) is missing from the merge")
+	}
+	// No request is sent before its time, whatever the load.
+	if q := dig(pt, "queue_ms", "min").(float64); q < 0 {
+		t.Errorf("queue_ms.min %v < 0", q)
+	}
+
+	// The merged percentiles are those of the union of the shards'
+	// --samples-out, within the histogram's documented error.
+	union := map[string][]float64{}
+	for _, path := range samples {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var s map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+				t.Fatal(err)
+			}
+			if s["phase"] != "load" || s["ok"] != true {
+				continue
+			}
+			for _, k := range []string{"ttft_ms", "e2e_ms"} {
+				if v, ok := s[k].(float64); ok {
+					union[k] = append(union[k], v)
+				}
+			}
+		}
+		_ = f.Close()
+	}
+	for _, k := range []string{"ttft_ms", "e2e_ms"} {
+		vals := union[k]
+		slices.Sort(vals)
+		if got := dig(pt, k, "count").(float64); int(got) != len(vals) {
+			t.Errorf("%s: merged count %v, union of samples %d", k, got, len(vals))
+		}
+		for _, p := range []struct {
+			key string
+			q   float64
+		}{{"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}} {
+			want := stats.NearestRank(vals, p.q)
+			got := dig(pt, k, p.key).(float64)
+			if math.Abs(got-want) > stats.RelativeError*want+1e-9 {
+				t.Errorf("%s.%s: merged %v, union of the samples %v (beyond %.3f %%)", k, p.key, got, want, 100*stats.RelativeError)
+			}
+		}
+	}
+
+	// One process sending the same total workload.
+	single := filepath.Join(dir, "single.json")
+	if r := runBin(t, perfBin, "run", sc, "--json-out", single, "-q"); r.code != 0 {
+		t.Fatalf("single process: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	s := readJSONReport(t, single)
+	spt := dig(s, "runs", "server", "phases", "load", "points", 0)
+	if a, b := dig(spt, "requests"), dig(pt, "requests"); a != b {
+		t.Errorf("requests: single %v, merged %v", a, b)
+	}
+	for _, k := range []string{"achieved_rate_per_s", "request_throughput_per_s"} {
+		t.Logf("%s: merged %.1f, single %.1f (600 offered)", k, dig(pt, k), dig(spt, k))
+	}
+	for _, k := range []string{"ttft_ms", "e2e_ms", "queue_ms"} {
+		t.Logf("%s p50/p99: merged %.2f/%.2f, single %.2f/%.2f", k, dig(pt, k, "p50"), dig(pt, k, "p99"), dig(spt, k, "p50"), dig(spt, k, "p99"))
+	}
+	for i, in := range m["shards"].([]any) {
+		t.Logf("shard %d: lateness %v ms, clock offset %v ± %v ms, points %v", i, dig(in, "start_lateness_ms"), dig(in, "clock_offset_ms"), dig(in, "clock_offset_uncertainty_ms"), dig(in, "points"))
+	}
+}
