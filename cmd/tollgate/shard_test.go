@@ -196,3 +196,82 @@ func TestShardMergeLoopback(t *testing.T) {
 		t.Logf("shard %d: lateness %v ms, clock offset %v ± %v ms, points %v", i, dig(in, "start_lateness_ms"), dig(in, "clock_offset_ms"), dig(in, "clock_offset_uncertainty_ms"), dig(in, "points"))
 	}
 }
+
+// TestShardBadInput: a shard that names no shard of a run, and shard
+// reports that are not one whole run, exit 2 naming the problem.
+func TestShardBadInput(t *testing.T) {
+	dir := t.TempDir()
+	url := startServeWith(t, perfBin)
+	sc := shardScenario(t, dir, "small", url, 200, 4)
+	other := shardScenario(t, dir, "other", url, 200, 6)
+	reports, _ := runShards(t, dir, sc, 2)
+	otherDir := filepath.Join(dir, "other")
+	if err := os.Mkdir(otherDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	otherReports, _ := runShards(t, otherDir, other, 2)
+	b, err := os.ReadFile(reports[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := filepath.Join(dir, "v2.json")
+	if err := os.WriteFile(v2, []byte(strings.Replace(string(b), `"schema_version": 1`, `"schema_version": 2`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dup := filepath.Join(dir, "copy-of-0.json")
+	b0, _ := os.ReadFile(reports[0])
+	if err := os.WriteFile(dup, b0, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	single := filepath.Join(dir, "single.json")
+	if r := runBin(t, perfBin, "run", sc, "--json-out", single, "-q"); r.code != 0 {
+		t.Fatalf("single: %d %s", r.code, r.stderr)
+	}
+	out := filepath.Join(dir, "merged.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"index past the count", []string{"run", sc, "--shard", "3/2"}, nil, "shard 3/2: the index must be 0 to 1"},
+		{"zero shards", []string{"run", sc, "--shard", "0/0"}, nil, "shard 0/0: the count must be at least 1"},
+		{"not I/N", []string{"run", sc, "--shard", "two"}, nil, `--shard "two": want INDEX/COUNT`},
+		{"bad start", []string{"run", sc, "--shard", "0/2", "--start-at", "tomorrow"}, nil, `--start-at "tomorrow"`},
+		{"start without shard", []string{"run", sc, "--start-at", "2026-01-02T15:04:05Z"}, nil, "are for sharded runs"},
+		{"job index past the count", []string{"run", sc}, []string{"JOB_COMPLETION_INDEX=2", "TOLLGATE_SHARD_COUNT=2"}, "shard 2/2: the index must be 0 to 1"},
+		{"count without an index", []string{"run", sc, "--shard-count", "3"}, nil, "a shard count (3) but no index"},
+		{"more shards than requests", []string{"run", sc, "--shard", "0/5"}, nil, "4 requests cannot be split over 5 shards"},
+		{"different scenarios", []string{"merge", "--json-out", out, reports[0], otherReports[1]}, nil, "are shards of different scenarios"},
+		{"different schema version", []string{"merge", "--json-out", out, reports[0], v2}, nil, "v2.json: unsupported schema_version: schema_version 2"},
+		{"a missing shard", []string{"merge", "--json-out", out, reports[0]}, nil, "shard 1 of 2 missing"},
+		{"a shard twice", []string{"merge", "--json-out", out, reports[0], dup, reports[1]}, nil, "shard 0 is given twice"},
+		{"not a shard", []string{"merge", "--json-out", out, reports[0], single}, nil, "single.json is not a shard report"},
+		{"judging one shard", []string{"judge", sc, reports[0]}, nil, "merge the shards first"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := append([]string{}, tc.args...)
+			var r result
+			if tc.env != nil {
+				r = runBinEnv(t, perfBin, tc.env, cmd...)
+			} else {
+				r = runBin(t, perfBin, cmd...)
+			}
+			if r.code != ExitInvalid || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d (want 2), stderr %q (want it to name %q)", r.code, r.stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written", out)
+			}
+		})
+	}
+}
+
+func runBinEnv(t *testing.T, bin string, env []string, args ...string) result {
+	t.Helper()
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return runBin(t, bin, args...)
+}
