@@ -93,8 +93,8 @@ func Merge(shards []*Report, files []string) (*Report, error) {
 					parts, idx = append(parts, p), append(idx, i)
 				}
 			}
-			if len(parts) < 2 {
-				continue // shard 0's alone, as copied
+			if len(parts) == 1 && len(byIndex) > 1 {
+				continue // shard 0's alone (a phase only shard 0 runs), as copied
 			}
 			m, err := mergePhase(parts, idx, byIndex, run.Target.Kind)
 			if err != nil {
