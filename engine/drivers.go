@@ -44,6 +44,8 @@ var Drivers = map[string]Driver{
 	scenarios.KindSeam:     seamDriver{},
 	scenarios.KindOpenAI:   liveDriver{},
 	scenarios.KindEmbedded: liveDriver{},
+	// The Messages API: the same executor, another protocol (live.Protocols).
+	scenarios.KindAnthropic: liveDriver{},
 }
 
 func driverOf(run *scenarios.Run) (Driver, error) {

@@ -10,6 +10,13 @@ const (
 	KindPrefixCache = "prefix_cache"
 	KindRequests    = "requests"
 	KindLoad        = "load"
+	KindTrace       = "trace"
+)
+
+// Conversation phase kinds: multi-turn sessions and agentic tool-call loops.
+const (
+	KindSessions = "sessions"
+	KindAgent    = "agent"
 )
 
 // Prefix-cache variants: the keys of Phase.Variants, in the order they run
@@ -31,6 +38,8 @@ const (
 	TargetSeam     = "seam"
 	TargetOpenAI   = "openai"
 	TargetEmbedded = "embedded"
+	// TargetAnthropic is a Messages API target (also on the simulator).
+	TargetAnthropic = "anthropic"
 )
 
 // Run statuses, as Run.Status carries them (the overall report statuses are

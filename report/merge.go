@@ -184,8 +184,11 @@ func deepCopy(in, out *Report) error {
 // mergePhase merges one phase every listed shard ran.
 func mergePhase(parts []*Phase, idx []int, shards []*Report, targetKind string) (*Phase, error) {
 	base := parts[0]
-	m := &Phase{Kind: base.Kind, Calibration: base.Calibration, ServerMetrics: base.ServerMetrics,
-		ServerMetricsDelta: base.ServerMetricsDelta, ServerMetricsNote: base.ServerMetricsNote}
+	// Shard 0's phase, for what is not merged (calibration, server
+	// metrics, a dataset's description, …); the rest is replaced below.
+	c := *base
+	m := &c
+	m.Points, m.Samples, m.Shards = nil, nil, nil
 	var err error
 	sm := make([]*ServingMetrics, len(parts))
 	for i, p := range parts {
@@ -326,7 +329,8 @@ func mergeServing(list []*ServingMetrics, idx []int) (*ServingMetrics, error) {
 	sources, clocks := map[string]bool{}, map[string]bool{}
 	stats := map[string][]Stat{}
 	keys := []string{"ttfb_ms", "ttft_ms", "e2e_ms", "decode_tokens_per_s", "tpot_ms", "itl_ms", "prefill_tokens_per_s",
-		"prompt_tokens", "completion_tokens", "cached_tokens", "sse_token_events", "connect_ms", "request_write_ms"}
+		"prompt_tokens", "completion_tokens", "cached_tokens", "sse_token_events", "connect_ms", "request_write_ms",
+		"ttfo_ms", "reasoning_tokens", "reasoning_tokens_per_s", "answer_tokens_per_s"}
 	var servers []*ServerReported
 	for i, m := range ms {
 		out.Requests += m.Requests
@@ -395,7 +399,8 @@ func mergeServing(list []*ServingMetrics, idx []int) (*ServingMetrics, error) {
 
 func (m *ServingMetrics) stats() []*Stat {
 	return []*Stat{&m.TTFBMS, &m.TTFTMS, &m.E2EMS, &m.DecodeTokensPerS, &m.TPOTMS, &m.ITLMS, &m.PrefillTokensPerS,
-		&m.PromptTokens, &m.CompletionTokens, &m.CachedTokens, &m.SSETokenEvents, &m.ConnectMS, &m.RequestWriteMS}
+		&m.PromptTokens, &m.CompletionTokens, &m.CachedTokens, &m.SSETokenEvents, &m.ConnectMS, &m.RequestWriteMS,
+		&m.TTFOMS, &m.ReasoningTokens, &m.ReasoningTokensPerS, &m.AnswerTokensPerS}
 }
 
 func (s *ServerReported) stats() []*Stat {

@@ -174,6 +174,18 @@ type Phase struct {
 
 	// Points are the load points of a load phase (one, or one per sweep value).
 	Points []*LoadPoint `json:"points,omitempty"`
+	// Dataset says where a phase's prompts came from (prompt.dataset).
+	Dataset *Dataset `json:"dataset,omitempty"`
+	// Trace is a trace phase's replay against its trace (trace.go).
+	Trace *TraceReplay `json:"trace,omitempty"`
+
+	// ByTurn splits a sessions phase by turn ("1", "2", …), ByStep an agent
+	// phase by step; Sessions and
+	// Agent are the per-session and per-task figures (conversation.go).
+	ByTurn   map[string]*Point `json:"by_turn,omitempty"`
+	ByStep   map[string]*Point `json:"by_step,omitempty"`
+	Sessions *SessionStats     `json:"sessions,omitempty"`
+	Agent    *AgentStats       `json:"agent,omitempty"`
 
 	// Samples is []SeamSample or []RequestSample, unless report.samples is false.
 	Samples any `json:"samples,omitempty"`
@@ -304,6 +316,13 @@ type ServingMetrics struct {
 	ArrivalClock string `json:"arrival_clock,omitempty"`
 	// Warnings are findings that do not fail the run but change how to read it.
 	Warnings []string `json:"warnings"`
+	// TTFOMS is request start → first answer-content token (after any
+	// reasoning); the reasoning figures are 0 or absent for a model that
+	// does not reason; AnswerTokensPerS is the answer channel's decode rate.
+	TTFOMS              Stat `json:"ttfo_ms"`
+	ReasoningTokens     Stat `json:"reasoning_tokens"`
+	ReasoningTokensPerS Stat `json:"reasoning_tokens_per_s"`
+	AnswerTokensPerS    Stat `json:"answer_tokens_per_s"`
 }
 
 // Point is one slice of a phase (a prompt size, a prefix-cache variant).
@@ -373,6 +392,11 @@ type RequestSample struct {
 	TargetPromptTokens int `json:"target_prompt_tokens,omitempty"`
 	// Server is what the server said about this request itself.
 	Server *ServerTimings `json:"server,omitempty"`
+	// The answer and reasoning channels (see ServingMetrics).
+	TTFOMS              *float64 `json:"ttfo_ms,omitempty"`
+	ReasoningTokens     *int     `json:"reasoning_tokens,omitempty"`
+	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
+	AnswerTokensPerS    *float64 `json:"answer_tokens_per_s,omitempty"`
 }
 
 // Server timing sources.

@@ -217,6 +217,8 @@ var beyondSchema = map[string]string{
 	"testdata/bad/prefill-without-sizes.yaml":        "a prefill phase needs prompt_tokens",   // on a live target only
 	"testdata/bad/load-on-seam.yaml":                 "cannot run on a seam target",           // a phase and its target
 	"testdata/bad/live-seam-session-in-headers.yaml": "the session header carries session_id", // a header name against session_header
+	"testdata/bad/agent-tool-schema-invalid.yaml":    "not a valid JSON Schema",               // a value against a meta-schema
+	"testdata/bad/sessions-context-too-long.yaml":    "tokens of context",                     // a sum of fields against the target's window
 }
 
 func TestLoaderAndSchemaAgree(t *testing.T) {

@@ -15,7 +15,7 @@ var (
 	transports   = []string{"direct", "relay"}
 	cacheModes   = []string{"cached", "stateless"}
 	compressions = []string{"none", "zlib"}
-	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad}
+	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad, PhaseTrace, PhaseSessions, PhaseAgent}
 	arrivals     = []string{"poisson", "constant", "gamma"}
 	distKinds    = []string{"uniform", "normal"}
 	endpoints    = []string{"chat", "completions"}
@@ -34,9 +34,12 @@ var livePhaseKeys = map[string][]string{
 	PhasePrefill:     {"kind", "description", "prompt_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
 	PhaseDecode:      {"kind", "description", "prompt_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
 	PhasePrefixCache: {"kind", "description", "prompt_tokens", "suffix_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
-	PhaseRequests:    {"kind", "description", "requests", "max_tokens", "repeat", "max_error_rate"},
+	PhaseRequests:    {"kind", "description", "requests", "max_tokens", "repeat", "max_error_rate", "prompt", "seed"},
+	PhaseTrace:       {"kind", "description", "trace", "requests", "max_tokens", "max_in_flight", "seed", "max_error_rate"},
 	PhaseLoad: {"kind", "description", "concurrency", "rate", "arrival", "burstiness", "requests", "duration", "ramp_up",
 		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate"},
+	PhaseSessions: sessionsKeys,
+	PhaseAgent:    agentKeys,
 }
 
 func oneOf(v string, set []string) bool {
@@ -111,6 +114,8 @@ func check(d *decoder, doc *document) {
 		}
 		if anyLive(doc.Targets) {
 			checkLivePhase(d, p)
+			checkContext(e, p, doc.Targets)
+			checkConversationContext(e, p, doc.Targets)
 		}
 	}
 	names := map[string]bool{}
@@ -290,7 +295,9 @@ func checkOpenAI(e *errs, t *Target) {
 	if o.Endpoint == "" {
 		o.Endpoint = "chat"
 	}
-	if !oneOf(o.Endpoint, endpoints) {
+	if t.Kind == KindAnthropic && o.Endpoint != "chat" {
+		e.add(o.At("endpoint"), "%s.endpoint: the Messages API (kind: anthropic) has the chat endpoint only, got %q", path, o.Endpoint)
+	} else if !oneOf(o.Endpoint, endpoints) {
 		e.add(o.At("endpoint"), "%s.endpoint: unknown %q (one of %s)%s", path, o.Endpoint, strings.Join(endpoints, ", "), suggest(o.Endpoint, endpoints))
 	}
 	if o.APIKeyEnv != "" && !isEnvName(o.APIKeyEnv) {
@@ -459,7 +466,15 @@ func checkLivePhase(d *decoder, p *Phase) {
 		}
 	case PhaseLoad:
 		checkLoad(e, p, path)
+	case PhaseTrace:
+		checkTrace(e, p, d.file, path)
+	case PhaseSessions, PhaseAgent:
+		checkConversation(e, p, path)
 	case PhaseRequests:
+		if p.Prompt.Dataset != "" {
+			defMax(p, 16)
+			break
+		}
 		if len(p.Requests.List) == 0 {
 			e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
 		}
@@ -494,6 +509,7 @@ func checkLivePhase(d *decoder, p *Phase) {
 	if pr.File != "" {
 		p.FilePrompts = readPromptFile(e, pr.At("file"), d.file, pr.File, path)
 	}
+	checkDataset(e, p, d.file, path)
 }
 
 func defMax(p *Phase, def int) {
@@ -611,7 +627,7 @@ func checkLoad(e *errs, p *Phase, path string) {
 	if p.MaxInFlight < 0 {
 		e.add(p.At("max_in_flight"), "%s.max_in_flight: must be positive, got %d", path, p.MaxInFlight)
 	}
-	if p.PromptDist == nil && len(p.PromptTokens) == 0 && p.Prompt.Text == "" && p.Prompt.File == "" {
+	if p.PromptDist == nil && len(p.PromptTokens) == 0 && p.Prompt.Text == "" && p.Prompt.File == "" && p.Prompt.Dataset == "" {
 		p.PromptTokens = IntList{512}
 	}
 	if len(p.PromptTokens) > 1 {

@@ -26,6 +26,8 @@ const (
 	KindSeam     = report.TargetSeam
 	KindOpenAI   = report.TargetOpenAI
 	KindEmbedded = report.TargetEmbedded
+	// KindAnthropic speaks the Messages API; its keys are OpenAITarget's.
+	KindAnthropic = report.TargetAnthropic
 )
 
 // Phase kinds: the report's names, spelt once.
@@ -36,6 +38,12 @@ const (
 	PhaseDecode      = report.KindDecode
 	PhasePrefixCache = report.KindPrefixCache
 	PhaseRequests    = report.KindRequests
+)
+
+// Conversation phase kinds (sessions.go).
+const (
+	PhaseSessions = report.KindSessions
+	PhaseAgent    = report.KindAgent
 )
 
 // document is the YAML file as written, before matrix expansion.
@@ -118,7 +126,7 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if kindNode == nil {
-		d.errorf(n, "%s: missing kind (one of %s, %s, %s)", path, KindSeam, KindOpenAI, KindEmbedded)
+		d.errorf(n, "%s: missing kind (one of %s, %s, %s, %s)", path, KindSeam, KindOpenAI, KindEmbedded, KindAnthropic)
 		return
 	}
 	t.Kind = kindNode.Value
@@ -127,13 +135,13 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 		t.Seam = &SeamTarget{}
 		d.decode(n, reflect.ValueOf(t.Seam).Elem(), path)
 		t.Meta = t.Seam.Meta
-	case KindOpenAI, KindEmbedded:
+	case KindOpenAI, KindEmbedded, KindAnthropic:
 		t.OpenAI = &OpenAITarget{}
 		d.decode(n, reflect.ValueOf(t.OpenAI).Elem(), path)
 		t.Meta = t.OpenAI.Meta
 	default:
-		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s, %s, %s)%s", path, t.Kind, KindSeam, KindOpenAI, KindEmbedded,
-			suggest(t.Kind, []string{KindSeam, KindOpenAI, KindEmbedded}))
+		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s, %s, %s, %s)%s", path, t.Kind, KindSeam, KindOpenAI, KindEmbedded, KindAnthropic,
+			suggest(t.Kind, []string{KindSeam, KindOpenAI, KindEmbedded, KindAnthropic}))
 	}
 }
 
@@ -326,6 +334,10 @@ type SimConfig struct {
 	Seed                int64    `yaml:"seed" json:"seed,omitempty"`
 	// Faults are injected on demand, to test how the client and gates cope.
 	Faults []FaultSpec `yaml:"faults" json:"faults,omitempty"`
+	// ReasoningTokens makes the simulator a reasoning model (0: none).
+	ReasoningTokens int `yaml:"reasoning_tokens" json:"reasoning_tokens,omitempty"`
+	// ToolCalls: how the simulator answers requests that offer tools (sessions.go).
+	ToolCalls *SimToolCalls `yaml:"tool_calls" json:"tool_calls,omitempty"`
 }
 
 // IntList is one integer or a list of them (prompt_tokens: 512 or [512, 1024]).
@@ -386,6 +398,14 @@ type PromptSpec struct {
 	File string `yaml:"file" json:"file,omitempty"`
 	// Calibrate turns the tokenizer search off when false (word-count estimate only).
 	Calibrate *bool `yaml:"calibrate" json:"calibrate,omitempty"`
+	// Dataset is a ShareGPT or JSONL file sampled for prompts (dataset.go).
+	Dataset         string `yaml:"dataset" json:"dataset,omitempty"`
+	Format          string `yaml:"format" json:"format,omitempty"`
+	Replacement     *bool  `yaml:"replacement" json:"replacement,omitempty"`
+	MinPromptTokens int    `yaml:"min_prompt_tokens" json:"min_prompt_tokens,omitempty"`
+	MaxPromptTokens int    `yaml:"max_prompt_tokens" json:"max_prompt_tokens,omitempty"`
+	MinOutputTokens int    `yaml:"min_output_tokens" json:"min_output_tokens,omitempty"`
+	MaxOutputTokens int    `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"`
 }
 
 // Phase is one step of a run. Which keys apply depends on the kind and on
@@ -409,6 +429,12 @@ type Phase struct {
 	MaxErrorRate *float64   `yaml:"max_error_rate" json:"max_error_rate,omitempty"`
 	// FilePrompts holds the requests read from prompt.file at load time.
 	FilePrompts []*RequestSpec `yaml:"-" json:"-"`
+	// Dataset is what prompt.dataset held (dataset.go).
+	Dataset *DatasetInfo `yaml:"-" json:"-"`
+
+	// Trace phases (trace.go).
+	Trace     TraceSpec  `yaml:"trace" json:"trace"`
+	TraceInfo *TraceInfo `yaml:"-" json:"-"`
 
 	// Load phases.
 	Concurrency int          `yaml:"concurrency" json:"concurrency,omitempty"`
@@ -425,6 +451,9 @@ type Phase struct {
 	// is a distribution rather than a number (load phases).
 	PromptDist    *Dist `yaml:"-" json:"prompt_dist,omitempty"`
 	MaxTokensDist *Dist `yaml:"-" json:"max_tokens_dist,omitempty"`
+
+	// Sessions and agent phases (sessions.go).
+	Conversation `yaml:",inline"`
 }
 
 // Dist is a seeded distribution of token counts.

@@ -39,12 +39,26 @@ func Config(s *scenarios.SimConfig) sim.Config {
 		faults = append(faults, sim.Fault{Kind: f.Kind, Probability: f.Probability, EveryNth: f.EveryNth,
 			RetryAfter: f.RetryAfter.Duration, Stall: f.Stall.Duration, TrickleInterval: f.TrickleInterval.Duration, AfterTokens: f.AfterTokens})
 	}
+	var tools *sim.ToolCalls
+	if t := s.ToolCalls; t != nil {
+		d := sim.DefaultToolCalls()
+		tools = &d
+		if t.Probability != nil {
+			tools.Probability = *t.Probability
+		}
+		if t.ArgumentTokens != 0 {
+			tools.ArgumentTokens = t.ArgumentTokens
+		}
+		if t.PerReply != 0 {
+			tools.PerReply = t.PerReply
+		}
+	}
 	return sim.Config{
 		Model: s.Model, TTFTBase: dur("ttft_base", s.TTFTBase), PrefillTokensPerS: s.PrefillTokensPerS,
 		DecodeStep: dur("decode_step", s.DecodeStep), DecodeStepPerSeq: dur("decode_step_per_seq", s.DecodeStepPerSeq),
 		MaxRunningSeqs: s.MaxRunningSeqs, CacheCapacityTokens: s.CacheCapacityTokens, BlockTokens: s.BlockTokens,
 		DisablePrefixCache: s.DisablePrefixCache, MaxModelLen: s.MaxModelLen, DefaultMaxTokens: s.DefaultMaxTokens, Seed: s.Seed,
-		Faults: faults,
+		ReasoningTokens: s.ReasoningTokens, Faults: faults, ToolCalls: tools,
 	}
 }
 
@@ -90,8 +104,14 @@ func Effective(s *scenarios.SimConfig) (map[string]any, error) {
 		"cache_capacity_tokens": c.CacheCapacityTokens, "block_tokens": c.BlockTokens,
 		"disable_prefix_cache": c.DisablePrefixCache, "default_max_tokens": c.DefaultMaxTokens, "seed": c.Seed,
 	}
+	if c.ReasoningTokens > 0 {
+		out["reasoning_tokens"] = c.ReasoningTokens
+	}
 	if s != nil && len(s.Faults) > 0 {
 		out["faults"] = s.Faults
+	}
+	if t := c.ToolCalls; t != nil {
+		out["tool_calls"] = map[string]any{"probability": t.Probability, "argument_tokens": t.ArgumentTokens, "per_reply": t.PerReply}
 	}
 	return out, nil
 }

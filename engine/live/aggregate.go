@@ -20,6 +20,7 @@ type aggregator struct {
 	ttfb, ttft, e2e, decode, tpot, itl, prefill *stats.Histogram
 	prompt, completion, cached, events          *stats.Histogram
 	connect, write                              *stats.Histogram
+	ttfo, reasoning, reasoningRate, answerRate  *stats.Histogram
 	// server holds the server's own per-request figures, when it sent any.
 	server       *serverAgg
 	sources      map[string]int
@@ -46,7 +47,8 @@ func newAggregator() *aggregator {
 	a := &aggregator{sources: map[string]int{}, clocks: map[string]int{}, byClass: map[string]int{},
 		ttfb: stats.New(), ttft: stats.New(), e2e: stats.New(), decode: stats.New(), tpot: stats.New(), itl: stats.New(),
 		prefill: stats.New(), prompt: stats.New(), completion: stats.New(), cached: stats.New(), events: stats.New(),
-		connect: stats.New(), write: stats.New()}
+		connect: stats.New(), write: stats.New(),
+		ttfo: stats.New(), reasoning: stats.New(), reasoningRate: stats.New(), answerRate: stats.New()}
 	for _, c := range errorClasses {
 		a.byClass[string(c)] = 0
 	}
@@ -86,6 +88,10 @@ func (a *aggregator) add(res measure.Result, name string) {
 	m := res.Metrics
 	addPtr(a.ttfb, m.TTFBMs)
 	addPtr(a.ttft, m.TTFTMs)
+	addPtr(a.ttfo, m.TTFOMs)
+	addInt(a.reasoning, m.ReasoningTokens)
+	addPtr(a.reasoningRate, m.ReasoningTokensPerS)
+	addPtr(a.answerRate, m.AnswerTokensPerS)
 	_ = a.e2e.Add(m.E2EMs)
 	addPtr(a.decode, m.DecodeTokensPerS)
 	addPtr(a.tpot, m.TPOTMs)
@@ -138,6 +144,10 @@ func (a *aggregator) metrics() *report.ServingMetrics {
 		Errors:                 report.ErrorSummary{Count: a.errCount, ByClass: a.byClass, Examples: a.examples},
 		TTFBMS:                 stat(a.ttfb),
 		TTFTMS:                 stat(a.ttft),
+		TTFOMS:                 stat(a.ttfo),
+		ReasoningTokens:        stat(a.reasoning),
+		ReasoningTokensPerS:    stat(a.reasoningRate),
+		AnswerTokensPerS:       stat(a.answerRate),
 		E2EMS:                  stat(a.e2e),
 		DecodeTokensPerS:       stat(a.decode),
 		TPOTMS:                 stat(a.tpot),
@@ -171,7 +181,8 @@ func sampleOf(res measure.Result, phase, point string, index int, startMS float6
 	s := report.RequestSample{
 		Phase: phase, Point: point, Index: index, StartMS: startMS, OK: res.Err == nil,
 		HTTPStatus: res.HTTPStatus, BytesReceived: res.BytesReceived,
-		TTFBMS: m.TTFBMs, TTFTMS: m.TTFTMs, E2EMS: m.E2EMs, DecodeTokensPerS: m.DecodeTokensPerS,
+		TTFBMS: m.TTFBMs, TTFTMS: m.TTFTMs, TTFOMS: m.TTFOMs, ReasoningTokens: m.ReasoningTokens,
+		ReasoningTokensPerS: m.ReasoningTokensPerS, AnswerTokensPerS: m.AnswerTokensPerS, E2EMS: m.E2EMs, DecodeTokensPerS: m.DecodeTokensPerS,
 		TPOTMS: m.TPOTMs, PrefillTokensPerS: m.PrefillTokensPerS, PromptTokens: m.PromptTokens,
 		CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens, TokenCountSource: m.TokenCountSource,
 		SSETokenEvents: m.SSETokenEvents, FinishReason: m.FinishReason, DoneSeen: m.DoneSeen, UsageSeen: m.UsageSeen,

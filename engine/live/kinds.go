@@ -27,6 +27,9 @@ var Kinds = map[string]PhaseKind{
 	scenarios.PhasePrefixCache: prefixCacheKind{},
 	scenarios.PhaseRequests:    requestsKind{},
 	scenarios.PhaseLoad:        loadKind{},
+	scenarios.PhaseTrace:       traceKind{},
+	scenarios.PhaseSessions:    sessionsKind{},
+	scenarios.PhaseAgent:       agentKind{},
 }
 
 // step is one request of a phase. Point names the breakdown it belongs to

@@ -7,6 +7,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/anthropic"
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
@@ -119,11 +121,17 @@ type Connect struct {
 var Protocols = map[string]func(Connect) (measure.Client, error){
 	scenarios.KindOpenAI:   openaiClient,
 	scenarios.KindEmbedded: openaiClient,
+	scenarios.KindAnthropic: func(c Connect) (measure.Client, error) {
+		return anthropic.New(openaiConfig(c))
+	},
 }
 
-func openaiClient(c Connect) (measure.Client, error) {
+func openaiClient(c Connect) (measure.Client, error) { return openai.New(openaiConfig(c)) }
+
+// openaiConfig is the transport configuration every protocol shares.
+func openaiConfig(c Connect) openai.Config {
 	cfg := c.Target
-	return openai.New(openai.Config{
+	return openai.Config{
 		Secrets: c.Secrets,
 		BaseURL: c.BaseURL, APIKey: c.APIKey, Headers: cfg.Headers, ExtraBody: cfg.Body,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
@@ -131,7 +139,7 @@ func openaiClient(c Connect) (measure.Client, error) {
 		CAFile: cfg.CAFile, MaxConns: c.MaxConns, MaxLineBytes: int(cfg.MaxLineBytes),
 		FollowRedirects: cfg.FollowRedirects,
 		UserspaceClock:  cfg.ArrivalClock == "read",
-	})
+	}
 }
 
 // Run executes one run against its live target. The report run is returned
@@ -273,6 +281,7 @@ func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, 
 	}
 	err := kind.Run(ctx, r, p, ph)
 	r.warnings = nil
+	ph.Dataset = datasetReport(p)
 	if r.metrics {
 		switch after, err2 := r.send.scrapeMetrics(ctx); {
 		case scrapeErr != nil:
@@ -369,6 +378,14 @@ func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []measure.M
 func poolSize(phases []*scenarios.Phase) int {
 	n := 4
 	for _, p := range phases {
+		if p.Kind == scenarios.PhaseTrace {
+			// An open loop too: keep-alive for what it may hold in flight.
+			n = max(n, min(cmp.Or(p.MaxInFlight, 4096), 4096))
+			continue
+		}
+		if p.Kind == scenarios.PhaseSessions || p.Kind == scenarios.PhaseAgent {
+			n = max(n, conversationConns(p))
+		}
 		if p.Kind != scenarios.PhaseLoad {
 			continue
 		}

@@ -390,7 +390,11 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 		return func(i int) measure.Request {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 			text, msgs, _ := r.fixedPrompt(p, i)
-			return r.request(text, msgs, maxTokens(rng))
+			mt := maxTokens(rng)
+			if n := datasetMaxTokens(p, i); n > 0 {
+				mt = n // the dataset's reply length (prompt.dataset)
+			}
+			return r.request(text, msgs, mt)
 		}, nil
 	}
 	mean := 0

@@ -29,7 +29,11 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 	if cfg.ArrivalClock == "read" {
 		clock = measure.ArrivalRead
 	}
-	r := &runner{run: run, cfg: cfg, send: &shapeSender{clock: clock, serverTimings: !run.Target.Embedded()}, model: "shape", opts: Options{Samples: samples},
+	send := &shapeSender{clock: clock, serverTimings: !run.Target.Embedded(), reasoning: -1, anthropic: run.Target.Kind == scenarios.KindAnthropic}
+	if run.Target.Embedded() && cfg.Sim != nil {
+		send.reasoning = cfg.Sim.ReasoningTokens
+	}
+	r := &runner{run: run, cfg: cfg, send: send, model: "shape", opts: Options{Samples: samples},
 		out: out, metrics: *cfg.Metrics, hard: context.Background()}
 	// Placeholders never fail, so neither does the fold.
 	_ = r.phases(context.Background())
@@ -42,7 +46,12 @@ type shapeSender struct {
 	// serverTimings: the target may report per-request timings (a live
 	// server; the embedded simulator never does).
 	serverTimings bool
-	scrapes       int
+	// reasoning is the simulator's reasoning tokens; -1 for a live server,
+	// which may or may not reason.
+	reasoning int
+	// anthropic: the Messages API, which counts no thinking tokens.
+	anthropic bool
+	scrapes   int
 }
 
 // placeholder is a successful result for req with every value the real
@@ -74,8 +83,39 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 		}
 		m.Server = t
 	}
+	s.channels(&m, req, completion)
 	res.Metrics = m
+	if res.Reply = shapeReply(req); res.Reply != nil && len(res.Reply.ToolCalls) > 0 {
+		res.TTFOMs = nil // a tool call is no answer content
+	}
 	return res
+}
+
+// channels fills the answer and reasoning figures a request would get.
+func (s *shapeSender) channels(m *measure.Metrics, req measure.Request, completion int) {
+	f := 1.0
+	reasoning := max(s.reasoning, 0)
+	if req.Endpoint == measure.EndpointCompletions {
+		reasoning = 0
+	}
+	reasoning = min(reasoning, completion)
+	m.ReasoningTokens = &reasoning
+	if !req.Stream {
+		if s.anthropic && reasoning > 0 {
+			m.ReasoningTokens = nil // unknown in a whole message
+		}
+		return
+	}
+	answer := completion - reasoning
+	if answer >= 1 {
+		m.TTFOMs = &f
+	}
+	if answer >= 2 {
+		m.AnswerTokensPerS = &f
+	}
+	if reasoning >= 2 || s.reasoning < 0 {
+		m.ReasoningTokensPerS = &f
+	}
 }
 
 func (s *shapeSender) calibrate(_ context.Context, target int, _ int64, _ measure.CalibrateOptions) (measure.Calibration, error) {

@@ -18,6 +18,10 @@ import (
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are an assistant message's tool calls (agent phases).
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID names the call a role "tool" message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // Endpoints for Request.Endpoint.
@@ -41,6 +45,12 @@ type Request struct {
 	// TargetPromptTokens is the prompt size the request was built for (0:
 	// none), so the server's own count can be held against it.
 	TargetPromptTokens int
+	// Tools are the tool definitions sent as the body's tools (raw JSON
+	// objects, {"type": "function", "function": {...}}); none when empty.
+	Tools []json.RawMessage
+	// Transcript keeps the answer (its text and tool calls) in
+	// Result.Reply, for a next turn that sends it back (sessions, agent).
+	Transcript bool
 	// Connected, when set, is called when the request first holds a
 	// connection (new or reused), from the transport's goroutine: a request
 	// that never gets one (EMFILE, refused) was never in flight at the
@@ -122,8 +132,10 @@ type Result struct {
 	// because a reused one failed before any response byte (0 or 1).
 	StaleConnectionRetries int `json:"stale_connection_retries,omitempty"`
 	// TargetPromptTokens is the request's (see Request).
-	TargetPromptTokens int    `json:"-"`
-	Err                *Error `json:"error,omitempty"`
+	TargetPromptTokens int `json:"-"`
+	// Reply is the answer itself, when Request.Transcript asked for it.
+	Reply *Reply `json:"-"`
+	Err   *Error `json:"error,omitempty"`
 }
 
 // Token count sources, reported as token_count_source.
@@ -141,6 +153,18 @@ type Metrics struct {
 	// TTFTMs: request start → first event with a non-empty content,
 	// reasoning_content/reasoning, tool_calls delta or completions text.
 	TTFTMs *float64 `json:"ttft_ms,omitempty"`
+	// TTFOMs: request start → first event with non-empty answer content
+	// (delta.content, completions text, an Anthropic text_delta): later than
+	// TTFTMs when a reasoning channel comes first; nil when no answer came.
+	TTFOMs *float64 `json:"ttfo_ms,omitempty"`
+	// ReasoningTokens: usage.completion_tokens_details.reasoning_tokens when
+	// the server gives it, else the reasoning events counted (0 when none).
+	ReasoningTokens *int `json:"reasoning_tokens,omitempty"`
+	// ReasoningTokensPerS: (reasoning_tokens − 1) / (t_last_reasoning − t_first_reasoning).
+	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
+	// AnswerTokensPerS: (answer_tokens − 1) / (t_last_answer − t_first_answer),
+	// answer_tokens = completion_tokens − reasoning_tokens.
+	AnswerTokensPerS *float64 `json:"answer_tokens_per_s,omitempty"`
 	// E2EMs: request start → end of stream.
 	E2EMs float64 `json:"e2e_ms"`
 	// DecodeTokensPerS: (completion_tokens − 1) / (t_last_token − t_first_token).
@@ -234,4 +258,27 @@ type Client interface {
 	// ScrapeMetrics reads the server's Prometheus metrics.
 	ScrapeMetrics(ctx context.Context) (Scrape, error)
 	Close()
+}
+
+// ToolCall is one tool call of an answer, its arguments reassembled from
+// the pieces a stream sends them in.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function a tool call names and its JSON arguments.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Reply is what a model answered: its text and its tool calls, in index
+// order. FirstToolCallMs is request start → the first event carrying a
+// tool_calls delta (nil when there was none, or the answer was not streamed).
+type Reply struct {
+	Content         string
+	ToolCalls       []ToolCall
+	FirstToolCallMs *float64
 }

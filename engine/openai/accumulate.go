@@ -61,6 +61,8 @@ type Accumulator struct {
 	cacheNSet      bool
 	cacheN         int
 	server         *ServerTimings
+	// ch times the answer and reasoning channels apart (reasoning.go).
+	ch channels
 }
 
 // NewAccumulator returns an empty accumulator.
@@ -170,6 +172,7 @@ func (a *Accumulator) Event(ev *sse.Event) error {
 			return fmt.Errorf("%w: the server sent %d token events for max_tokens %d", ErrTooManyTokens, a.tokenEvents, a.maxTokens)
 		}
 	}
+	a.ch.event(ci, ev.At)
 	a.contentBytes += ci.contentBytes
 	a.reasoningBytes += ci.reasoningBytes
 	if ci.finish != nil {
@@ -265,6 +268,7 @@ func (a *Accumulator) Metrics(end time.Duration) Metrics {
 		m.DecodeTokensPerS = ptr(float64(completion-1) / span.Seconds())
 		m.TPOTMs = ptr(durMs(span) / float64(completion-1))
 	}
+	a.ch.fill(&m, completion)
 	if m.PromptTokens != nil && ttft > 0 {
 		cached := 0
 		if m.CachedTokens != nil {

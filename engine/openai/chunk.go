@@ -24,6 +24,9 @@ type chunkInfo struct {
 	prompt, completion int
 	cachedSet          bool
 	cached             int
+	// reasoning is usage.completion_tokens_details.reasoning_tokens.
+	reasoningSet bool
+	reasoning    int
 
 	timings             bool
 	promptN, predictedN int
@@ -66,7 +69,7 @@ func (c *chunkInfo) check() error {
 	if c.usage && c.cachedSet && c.cached > c.prompt {
 		return fmt.Errorf("%w: usage.prompt_tokens_details.cached_tokens %d exceeds usage.prompt_tokens %d", ErrBadCount, c.cached, c.prompt)
 	}
-	return nil
+	return c.checkReasoning()
 }
 
 // ErrBadCount marks a count from the server that no count can be: negative,
@@ -369,6 +372,8 @@ func (s *scanner) topLevel(ci *chunkInfo) bool {
 						}
 						return s.skip()
 					})
+				case "completion_tokens_details":
+					ok = s.completionDetails(ci)
 				default:
 					ok = s.skip()
 				}
@@ -534,6 +539,7 @@ type usageJSON struct {
 	PromptTokensDetails *struct {
 		CachedTokens json.RawMessage `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *completionDetailsJSON `json:"completion_tokens_details"`
 }
 
 type timingsJSON struct {
@@ -636,6 +642,9 @@ func parseChunkSlow(data []byte, ci *chunkInfo) error {
 		ci.usage = true
 		var err error
 		if ci.prompt, ci.completion, ci.cached, ci.cachedSet, err = u.counts(); err != nil {
+			return err
+		}
+		if ci.reasoning, ci.reasoningSet, err = u.reasoningCount(); err != nil {
 			return err
 		}
 	}

@@ -79,6 +79,9 @@ type Config struct {
 	NoStaleRetry bool
 	// FollowRedirects is FollowNever (default) or FollowSameOrigin.
 	FollowRedirects string
+	// Dialect, when set, speaks another wire protocol over this client's
+	// transport, clocks and error classes (dialect.go); nil: OpenAI.
+	Dialect Dialect
 }
 
 // Redirect policies for Config.FollowRedirects.
@@ -233,7 +236,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if c.cfg.APIKey != "" {
+	if c.cfg.Dialect != nil {
+		c.cfg.Dialect.Header(req.Header, c.cfg.APIKey)
+	} else if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
 	for k, v := range c.cfg.Headers {
@@ -250,7 +255,7 @@ var (
 )
 
 func (c *Client) fail(class ErrorClass, status int, msg string, cause error) *Error {
-	return &Error{Class: class, Status: status, Message: c.redact(msg), Cause: cause, Protocol: "openai"}
+	return &Error{Class: class, Status: status, Message: c.redact(msg), Cause: cause, Protocol: c.protocol()}
 }
 
 // classify maps a transport error to a class, looking first at why the
@@ -325,6 +330,9 @@ func (c *Client) buildBody(req Request) (path string, body []byte, err error) {
 	case "", EndpointChat:
 		path = "/v1/chat/completions"
 		b["messages"] = req.Messages
+		if len(req.Tools) > 0 {
+			b["tools"] = req.Tools
+		}
 	case EndpointCompletions:
 		path = "/v1/completions"
 		b["prompt"] = req.Prompt
@@ -375,7 +383,7 @@ func cloneMap(m map[string]any) map[string]any {
 // Stream sends one generation request and measures it. The returned error is
 // Result.Err (nil on success); Result holds whatever was measured either way.
 func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error) {
-	path, body, err := c.buildBody(req)
+	path, body, err := c.body(req)
 	if err != nil {
 		res.Err = c.fail(ClassProtocol, 0, err.Error(), err)
 		return res, res.Err
@@ -388,8 +396,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		defer cancelT()
 	}
 
-	acc := NewAccumulator()
-	acc.Reset(req.MaxTokens)
+	acc := c.newStreamAccumulator(req.MaxTokens)
 	var staleRetries atomic.Int32
 	defer func() {
 		res.StaleConnectionRetries = int(staleRetries.Load())
@@ -506,7 +513,10 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		if firstTimer != nil {
 			firstTimer.Stop()
 		}
-		return c.readJSONBody(ctx, resp, start, acc, res)
+		if c.cfg.Dialect != nil {
+			return c.readDialectJSON(ctx, resp, start, acc, res)
+		}
+		return c.readJSONBody(ctx, resp, start, acc, res, req.Transcript)
 	}
 
 	bufp := c.bufs.Get().(*[]byte)
@@ -521,10 +531,21 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		}
 	}()
 	var streamErr error
+	var tr *transcript
+	// The transcript reads OpenAI chunks; another dialect keeps no reply.
+	if req.Transcript && c.cfg.Dialect == nil {
+		tr = &transcript{}
+		defer func() { res.Reply = tr.reply() }()
+	}
 	emit := func(ev *sse.Event) error {
 		had := acc.TokenEvents()
 		if err := acc.Event(ev); err != nil {
 			return err
+		}
+		if tr != nil {
+			if err := tr.event(ev); err != nil {
+				return err
+			}
 		}
 		if had == 0 && acc.TokenEvents() > 0 {
 			// Prefill is over: switch from the first-token to the idle clock.
@@ -624,7 +645,7 @@ type nonStreamBody struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start time.Time, acc *Accumulator, res Result) (Result, error) {
+func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start time.Time, acc StreamAccumulator, res Result, keep bool) (Result, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, jsonBodyBytes))
 	end := time.Since(start)
 	res.BytesReceived = int64(len(data))
@@ -649,6 +670,9 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 		se := decodeStreamError(b.Error)
 		res.Err = c.fail(ClassProtocol, 0, se.Error(), se)
 		return res, res.Err
+	}
+	if keep {
+		res.Reply = replyJSON(data)
 	}
 	for _, ch := range b.Choices {
 		if m := ch.Message; m != nil {
@@ -714,6 +738,9 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 		if cacheNSet {
 			res.CachedTokens = ptr(cacheN)
 		}
+	}
+	if res.ReasoningTokens, err = jsonReasoning(b.Usage, res.ReasoningTextBytes); err != nil {
+		return bad(err)
 	}
 	tools := false
 	for _, ch := range b.Choices {

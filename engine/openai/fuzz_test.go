@@ -77,6 +77,7 @@ func streamThrough(t *testing.T, stream []byte, sizes []int) sseOutcome {
 	checkMetrics(t, m)
 	// Times depend on the split; the rest must not.
 	m.TTFBMs, m.TTFTMs, m.E2EMs, m.DecodeTokensPerS, m.TPOTMs, m.PrefillTokensPerS = nil, nil, 0, nil, nil, nil
+	m.TTFOMs, m.ReasoningTokensPerS, m.AnswerTokensPerS = nil, nil, nil
 	m.ITLMs = make([]float64, len(m.ITLMs))
 	out.Metrics = m
 	return out
@@ -96,6 +97,7 @@ func checkMetrics(t *testing.T, m Metrics) {
 	for name, p := range map[string]*float64{
 		"ttfb_ms": m.TTFBMs, "ttft_ms": m.TTFTMs, "decode_tokens_per_s": m.DecodeTokensPerS,
 		"tpot_ms": m.TPOTMs, "prefill_tokens_per_s": m.PrefillTokensPerS,
+		"ttfo_ms": m.TTFOMs, "reasoning_tokens_per_s": m.ReasoningTokensPerS, "answer_tokens_per_s": m.AnswerTokensPerS,
 	} {
 		if p != nil {
 			finite(name, *p)

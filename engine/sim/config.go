@@ -66,6 +66,13 @@ type Config struct {
 	MeanEOSTokens int
 	// NoEOS makes every request behave as if it set ignore_eos.
 	NoEOS bool
+	// ReasoningTokens makes the simulator a reasoning model: the first
+	// ReasoningTokens tokens of each chat answer (at most its max_tokens)
+	// stream on the reasoning channel (reasoning_content; an Anthropic
+	// thinking block) before the answer, and count in completion_tokens and
+	// usage.completion_tokens_details.reasoning_tokens. 0: none.
+	ReasoningTokens int
+
 	// Seed makes the output text deterministic: the same seed and request
 	// always produce the same text.
 	Seed int64
@@ -77,6 +84,10 @@ type Config struct {
 	// Faults make chosen generation requests fail or misbehave (HTTP
 	// errors, resets, stalls, broken streams); none by default. See Fault.
 	Faults []Fault
+
+	// ToolCalls, when set, replaces DefaultToolCalls: how requests that
+	// offer tools are answered with tool calls.
+	ToolCalls *ToolCalls
 
 	// RequestLog, when set, receives one JSON line (a RequestRecord) per
 	// admitted generation request as it ends, through a bounded buffer that
@@ -174,9 +185,15 @@ func (c Config) validate() error {
 	if c.DefaultMaxTokens < 1 {
 		bad("sim: DefaultMaxTokens must be at least 1, got %d", c.DefaultMaxTokens)
 	}
+	if c.ReasoningTokens < 0 {
+		bad("sim: ReasoningTokens must not be negative, got %d", c.ReasoningTokens)
+	}
 	if c.MeanEOSTokens < 1 {
 		bad("sim: MeanEOSTokens must be at least 1, got %d", c.MeanEOSTokens)
 	}
 	errs = append(errs, validateFaults(c.Faults)...)
+	if c.ToolCalls != nil {
+		errs = append(errs, c.ToolCalls.validate())
+	}
 	return errors.Join(errs...)
 }

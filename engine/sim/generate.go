@@ -16,6 +16,7 @@ type apiKind int
 const (
 	kindChat apiKind = iota
 	kindCompletion
+	kindMessages // Anthropic's /v1/messages (anthropic.go)
 )
 
 // genRequest holds the fields of chat and completions requests the
@@ -23,6 +24,7 @@ const (
 type genRequest struct {
 	Model         string          `json:"model"`
 	Messages      []wireMessage   `json:"messages"`
+	System        json.RawMessage `json:"system"` // Anthropic
 	Prompt        json.RawMessage `json:"prompt"`
 	Stream        bool            `json:"stream"`
 	StreamOptions *struct {
@@ -36,6 +38,9 @@ type genRequest struct {
 	// RequestID names the request (vLLM's field); the X-Request-Id header
 	// takes precedence. The response id is the endpoint's prefix + it.
 	RequestID string `json:"request_id"`
+	// Tools and ToolChoice: see ToolCalls (tools.go).
+	Tools      []wireTool      `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // generation is one admitted request on its way through the scheduler.
@@ -51,6 +56,8 @@ type generation struct {
 	text         textGen
 	arrived      time.Time
 	stream       bool
+	// reasoning: the first reasoning tokens go on the reasoning channel.
+	reasoning int
 
 	// For the request log: filled as the request goes.
 	slotWait  time.Duration
@@ -58,6 +65,9 @@ type generation struct {
 	firstSend time.Time // just before the write of the first token's chunk
 	lastSend  time.Time // just before the write of the last token's chunk
 	sent      int       // completion tokens written
+
+	// calls are the tool calls the answer makes (none: a text answer).
+	calls []plannedCall
 }
 
 // stampSend records a write of chunks carrying n more tokens, about to happen.
@@ -83,6 +93,9 @@ func (g *generation) record(outcome string) *RequestRecord {
 	}
 	if g.kind == kindCompletion {
 		r.Endpoint = "completions"
+	}
+	if g.kind == kindMessages {
+		r.Endpoint = "messages"
 	}
 	if g.sent > 0 {
 		r.FirstTokenSendUnixNs, r.LastTokenSendUnixNs = g.firstSend.UnixNano(), g.lastSend.UnixNano()
@@ -181,8 +194,15 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind apiKind) (*g
 		return nil, nil, badRequest("the simulator supports n=1 only; got n=%d", *req.N)
 	}
 	var prompt []int
-	if kind == kindChat {
-		msgs, e := parseMessages(nil, req.Messages)
+	if kind == kindChat || kind == kindMessages {
+		var system json.RawMessage
+		if kind == kindMessages {
+			system = req.System
+			if req.MaxTokens == nil {
+				return nil, nil, badRequest("max_tokens: Field required")
+			}
+		}
+		msgs, e := parseMessages(system, req.Messages)
 		if e != nil {
 			return nil, nil, e
 		}
@@ -232,19 +252,28 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind apiKind) (*g
 		arrived:      arrived,
 		stream:       req.Stream,
 	}
-	if !req.IgnoreEOS && !s.cfg.NoEOS {
+	// The Messages API has no ignore_eos: its answers run to max_tokens, as
+	// tollgate's OpenAI requests (ignore_eos: true) do.
+	if !req.IgnoreEOS && !s.cfg.NoEOS && kind != kindMessages {
 		if eos := eosAfter(s.cfg.Seed, promptHash, s.cfg.MeanEOSTokens, req.MinTokens); eos < target {
 			g.target, g.finish = eos, "stop"
 		}
 	}
+	g.reasoning = s.reasoningOf(g)
 	prefix := "chatcmpl-sim"
 	if kind == kindCompletion {
 		prefix = "cmpl-sim"
+	}
+	if kind == kindMessages {
+		prefix = "msg_sim"
 	}
 	if req.RequestID != "" {
 		g.id = prefix[:len(prefix)-len("sim")] + req.RequestID
 	} else {
 		g.id = prefix + strconv.FormatUint(s.nextID.Add(1), 10)
+	}
+	if e := s.planToolCalls(g, &req, promptHash); e != nil {
+		return nil, nil, e
 	}
 	return g, &req, nil
 }
@@ -336,19 +365,29 @@ type usage struct {
 	PromptTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *completionDetails `json:"completion_tokens_details,omitempty"`
 }
 
 func (g *generation) usage() usage {
 	u := usage{PromptTokens: g.promptTokens, CompletionTokens: g.target, TotalTokens: g.promptTokens + g.target}
 	u.PromptTokensDetails.CachedTokens = g.cachedTokens
+	u.CompletionTokensDetails = g.completionDetails()
 	return u
 }
 
 // respond serves a non-streamed request once every token exists.
 func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generation, f *activeFault) error {
-	var text strings.Builder
+	if g.calls != nil {
+		return s.respondToolCalls(ctx, w, g)
+	}
+	var text, reasoning strings.Builder
+	n := 0
 	err := s.run(ctx, g, false, func(toks []*outTok) error {
 		for _, t := range toks {
+			if n++; n <= g.reasoning {
+				reasoning.WriteString(t.text)
+				continue
+			}
 			text.WriteString(t.text)
 		}
 		return nil
@@ -362,8 +401,9 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generati
 	type choice struct {
 		Index   int `json:"index"`
 		Message *struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
+			Role             string `json:"role"`
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content,omitempty"`
 		} `json:"message,omitempty"`
 		Text         *string `json:"text,omitempty"`
 		Logprobs     any     `json:"logprobs"`
@@ -374,9 +414,10 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generati
 	g.stampSend(g.target) // the body is written whole, right after this
 	if g.kind == kindChat {
 		c.Message = &struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		}{"assistant", text.String()}
+			Role             string `json:"role"`
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content,omitempty"`
+		}{"assistant", text.String(), reasoning.String()}
 	} else {
 		object = "text_completion"
 		t := text.String()
@@ -465,6 +506,9 @@ func (s *Server) writeOut(ctx context.Context, w http.ResponseWriter, rc *http.R
 // that needs no escaping; each batch of new tokens is one write and one flush.
 // f, when not nil, is the fault this response carries.
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generation, includeUsage bool, f *activeFault) error {
+	if g.calls != nil {
+		return s.streamToolCalls(ctx, w, g, includeUsage)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -540,9 +584,11 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 	}
 
 	sent := 0
+	answerOpen := tokOpen
 	err := s.run(ctx, g, true, func(toks []*outTok) error {
 		for _, t := range toks {
 			sent++
+			tokOpen = g.channelOpen(sent, answerOpen)
 			if sent != trigger {
 				appendTok(head, t.text)
 				unsent++

@@ -144,8 +144,9 @@ func contentText(raw json.RawMessage) (string, error) {
 
 // wireMessage is a chat message as clients send it (OpenAI or Anthropic).
 type wireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []wireToolCall  `json:"tool_calls"`
 }
 
 func parseMessages(system json.RawMessage, in []wireMessage) ([]message, *httpError) {
@@ -165,7 +166,7 @@ func parseMessages(system json.RawMessage, in []wireMessage) ([]message, *httpEr
 		if err != nil {
 			return nil, badRequest("messages[%d]: %v", i, err)
 		}
-		msgs = append(msgs, message{Role: m.Role, Text: text})
+		msgs = append(msgs, message{Role: m.Role, Text: text + toolCallText(m.ToolCalls)})
 	}
 	if len(msgs) == 0 {
 		return nil, badRequest("messages must not be empty")

@@ -16,7 +16,7 @@ type RequestRecord struct {
 	// ID is the response id: the "id" of every chunk and the X-Request-Id
 	// response header.
 	ID string `json:"id"`
-	// Endpoint is "chat" or "completions".
+	// Endpoint is "chat", "completions" or "messages" (Anthropic).
 	Endpoint string `json:"endpoint"`
 	Stream   bool   `json:"stream"`
 	// ArrivalUnixNs is when the handler began (before the body was read).

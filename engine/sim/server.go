@@ -126,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 		"/v1/chat/completions":      {http.MethodPost: s.handleGenerate(kindChat)},
 		"/v1/completions":           {http.MethodPost: s.handleGenerate(kindCompletion)},
 		"/v1/messages/count_tokens": {http.MethodPost: s.handleCountTokens},
+		"/v1/messages":              {http.MethodPost: s.handleMessages},
 		"/tokenize":                 {http.MethodPost: s.handleTokenize},
 		"/detokenize":               {http.MethodPost: s.handleDetokenize},
 		"/v1/cache/status":          {http.MethodGet: s.handleCacheStatus},

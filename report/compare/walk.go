@@ -297,6 +297,10 @@ func (w *walker) serving(path []string, m *report.ServingMetrics, reqs []report.
 		{"decode_tokens_per_s", m.DecodeTokensPerS, func(s report.RequestSample) *float64 { return s.DecodeTokensPerS }},
 		{"prefill_tokens_per_s", m.PrefillTokensPerS, func(s report.RequestSample) *float64 { return s.PrefillTokensPerS }},
 		{"cached_tokens", m.CachedTokens, func(s report.RequestSample) *float64 { return intp(s.CachedTokens) }},
+		// The answer and reasoning channels (absent in reports before them).
+		{"ttfo_ms", m.TTFOMS, func(s report.RequestSample) *float64 { return s.TTFOMS }},
+		{"reasoning_tokens_per_s", m.ReasoningTokensPerS, func(s report.RequestSample) *float64 { return s.ReasoningTokensPerS }},
+		{"answer_tokens_per_s", m.AnswerTokensPerS, func(s report.RequestSample) *float64 { return s.AnswerTokensPerS }},
 	} {
 		var samples []float64
 		note := ""

@@ -99,7 +99,7 @@ func breakdownRows(pn string, m map[string]*report.Point) []LiveRow {
 
 func liveRow(phase, key, label string, m *report.ServingMetrics, speedup *float64) LiveRow {
 	return LiveRow{Phase: phase, Key: key, Label: label, Metrics: m, Speedup: speedup, Cells: []string{
-		okN(m), Pair(m.TTFTMS.P50, m.TTFTMS.P95, "%.2f"), Num(m.TPOTMS.P50, "%.2f"), Num(m.DecodeTokensPerS.P50, "%.1f"),
+		okN(m), TTFTCell(m), Num(m.TPOTMS.P50, "%.2f"), Num(m.DecodeTokensPerS.P50, "%.1f"),
 		Num(m.PrefillTokensPerS.P50, "%.0f"), Num(m.E2EMS.P50, "%.1f"), Num(m.CachedTokens.P50, "%.0f"), Ratio(speedup, "%.1f"),
 	}}
 }

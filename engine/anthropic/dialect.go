@@ -1,0 +1,140 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/openai"
+)
+
+// dialect is the Messages API's request side.
+type dialect struct{ version string }
+
+func (dialect) Name() string { return "anthropic" }
+
+func (d dialect) Header(h http.Header, apiKey string) {
+	if apiKey != "" {
+		h.Set("X-Api-Key", apiKey)
+	}
+	h.Set("Anthropic-Version", d.version)
+}
+
+// ErrEndpoint: the Messages API has no completions endpoint.
+var ErrEndpoint = errors.New("the Messages API has no completions endpoint")
+
+// Body is POST /v1/messages: temperature 0 and stream, then the target's
+// body fields, then the request's; system messages go to the top-level
+// system field. max_tokens is required by the API (DefaultMaxTokens when the
+// request gives none).
+func (dialect) Body(req measure.Request, extra map[string]any) (string, []byte, error) {
+	if req.Endpoint != "" && req.Endpoint != measure.EndpointChat {
+		return "", nil, fmt.Errorf("anthropic: endpoint %q: %w", req.Endpoint, ErrEndpoint)
+	}
+	b := map[string]any{"temperature": 0, "stream": req.Stream}
+	openai.MergeBody(b, extra)
+	openai.MergeBody(b, req.ExtraBody)
+	if req.Model != "" {
+		b["model"] = req.Model
+	}
+	b["max_tokens"] = DefaultMaxTokens
+	if req.MaxTokens > 0 {
+		b["max_tokens"] = req.MaxTokens
+	}
+	var system []string
+	msgs := make([]measure.Message, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		if m.Role == "system" {
+			system = append(system, m.Content)
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	if len(system) > 0 {
+		b["system"] = strings.Join(system, "\n")
+	}
+	b["messages"] = msgs
+	body, err := json.Marshal(b)
+	if err != nil {
+		return "", nil, fmt.Errorf("anthropic: encode request body: %w", err)
+	}
+	return "/v1/messages", body, nil
+}
+
+func (dialect) NewStream(maxTokens int) openai.StreamAccumulator {
+	return newAccumulator(maxTokens)
+}
+
+// messageJSON is a non-streamed Messages API answer (or an error object).
+type messageJSON struct {
+	Type    string `json:"type"`
+	Content []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking string          `json:"thinking"`
+		Input    json.RawMessage `json:"input"`
+	} `json:"content"`
+	StopReason *string    `json:"stop_reason"`
+	Usage      *usageJSON `json:"usage"`
+	Error      *errorJSON `json:"error"`
+}
+
+func (dialect) DecodeJSON(data []byte, m *measure.Metrics) error {
+	var b messageJSON
+	if err := json.Unmarshal(data, &b); err != nil {
+		return fmt.Errorf("decode response %q: %w", snippet(data, 200), err)
+	}
+	if b.Type == "error" || b.Error != nil {
+		return b.Error.streamError()
+	}
+	tools := false
+	for _, c := range b.Content {
+		switch c.Type {
+		case "text":
+			m.OutputTextBytes += len(c.Text)
+		case "thinking":
+			m.ReasoningTextBytes += len(c.Thinking)
+		case "tool_use":
+			tools = true
+		}
+	}
+	if b.StopReason != nil {
+		m.FinishReason = *b.StopReason
+	}
+	if b.Usage != nil {
+		var u usage
+		if err := u.add(b.Usage); err != nil {
+			return err
+		}
+		if u.outputSet {
+			m.TokenCountSource, m.UsageSeen = measure.SourceUsage, true
+			m.CompletionTokens = ptr(u.output)
+		}
+		if u.inputSet {
+			m.PromptTokens = ptr(u.prompt())
+		}
+		if u.cacheReadSet {
+			m.CachedTokens = ptr(u.cacheRead)
+		}
+	}
+	// The Messages API does not count thinking tokens apart.
+	if m.ReasoningTextBytes == 0 {
+		m.ReasoningTokens = ptr(0)
+	}
+	if m.OutputTextBytes+m.ReasoningTextBytes == 0 && !tools && (m.CompletionTokens == nil || *m.CompletionTokens == 0) {
+		return fmt.Errorf("%w: the message has %d content blocks and no text, thinking or tool use", openai.ErrNoOutput, len(b.Content))
+	}
+	return nil
+}
+
+func snippet(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return strings.ToValidUTF8(string(b), "?")
+}
+
+func ptr[T any](v T) *T { return &v }

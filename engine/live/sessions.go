@@ -1,0 +1,279 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/load"
+	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/scenarios"
+	"github.com/tollgate-dev/tollgate/stats"
+)
+
+// sessionsKind runs multi-turn conversations: each turn sends the whole
+// history (the server's own replies, as they came) plus a new user
+// message, after a think time; by_turn holds each turn's metrics and
+// sessions the per-session figures. Sessions run closed loop (concurrency
+// at once) or open loop (rate arrivals per second).
+type sessionsKind struct{}
+
+// sleeper is a sender that waits in its own time: the shape's placeholder
+// never sleeps, so think and tool times cost nothing at load.
+type sleeper interface {
+	sleep(ctx context.Context, d time.Duration) error
+}
+
+func (*shapeSender) sleep(context.Context, time.Duration) error { return nil }
+
+// wait pauses a session (think time, tool latency); false when ctx ended.
+func (r *runner) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	if s, ok := r.send.(sleeper); ok {
+		return s.sleep(ctx, d) == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// shapeReply is the placeholder answer kept for a conversation: a tool
+// call when tools are offered and the last message is not a tool result
+// (so the shape holds both a tool step and an answer), else text.
+func shapeReply(req measure.Request) *measure.Reply {
+	if !req.Transcript {
+		return nil
+	}
+	n := len(req.Messages)
+	if len(req.Tools) > 0 && n > 0 && req.Messages[n-1].Role != "tool" {
+		r := &measure.Reply{ToolCalls: []measure.ToolCall{{ID: "shape", Type: "function", Function: measure.FunctionCall{Name: "shape", Arguments: "{}"}}}}
+		if req.Stream {
+			r.FirstToolCallMs = report.F(1)
+		}
+		return r
+	}
+	return &measure.Reply{Content: "shape"}
+}
+
+// conversation is what sessions and agent phases share while they run:
+// the executor over sessions (or tasks), the error budget, the aggregates
+// and the samples, under one lock.
+type conversation struct {
+	r      *runner
+	p      *scenarios.Phase
+	mu     sync.Mutex
+	all    *aggregator
+	byStep map[int]*aggregator
+	budget errorBudget
+	// stop cancels the phase when its error budget is spent.
+	stop    func(error)
+	stopErr error
+	lastErr *measure.Error
+	samples []report.RequestSample
+	dropped int
+	start   time.Time
+	words   int // per user message (or task prompt)
+}
+
+// maxConversationSamples bounds the samples a conversation phase keeps in
+// the report, as for load phases.
+const maxConversationSamples = MaxLoadSamples
+
+// newConversation sizes user messages by one calibration of the server's
+// tokens per word (unless the phase says not to calibrate), as load does.
+func (r *runner) newConversation(ctx context.Context, p *scenarios.Phase, ph *report.Phase, planned int) (*conversation, error) {
+	size := p.PromptTokens[0]
+	c := &conversation{r: r, p: p, all: newAggregator(), byStep: map[int]*aggregator{}, budget: newErrorBudget(p, planned),
+		words: max(1, size*3/4)}
+	cal, err := r.send.calibrate(ctx, size, r.seed(p), measure.CalibrateOptions{Model: r.model, Index: 9_000_000})
+	if err != nil && cal.Words == 0 {
+		// A server that cannot count tokens still converses: messages are
+		// then sized by words, and each turn's prompt_tokens tell the truth.
+		r.warnings = append(r.warnings, fmt.Sprintf("%s: user messages are sized by words (about 4/3 tokens each): calibration failed: %v", p.Name, err))
+		c.start = time.Now()
+		return c, nil
+	}
+	ph.Calibration = append(ph.Calibration, report.CalibrationResult{TargetTokens: size, Tokens: cal.Tokens, Words: cal.Words,
+		Method: cal.Method, Iterations: cal.Iterations, Request: p.Name + " (tokens per word)", Note: cal.Note})
+	if cal.Words > 0 && cal.Tokens > 0 {
+		c.words = max(1, int(math.Round(float64(size)*float64(cal.Words)/float64(cal.Tokens))))
+	}
+	c.start = time.Now()
+	return c, nil
+}
+
+// send sends one step (a turn, an agent step) and folds it under step.
+func (c *conversation) send(ctx context.Context, req measure.Request, label string, step, index int) measure.Result {
+	startMS := float64(time.Since(c.start).Microseconds()) / 1000
+	res, retries := c.r.stream(ctx, req)
+	if res.Err != nil && res.Err.Class == measure.ClassCanceled && ctx.Err() != nil {
+		return res // stopped by us or the user: not the server's error
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := fmt.Sprintf("%s %s %d %s %d", c.p.Name, label, index, stepWord(c.p), step)
+	a := c.byStep[step]
+	if a == nil {
+		a = newAggregator()
+		c.byStep[step] = a
+	}
+	c.all.retries += retries
+	a.retries += retries
+	c.all.add(res, name)
+	a.add(res, name)
+	if c.r.opts.Samples || c.r.opts.SampleSink != nil {
+		smp := sampleOf(res, c.p.Name, stepWord(c.p)+" "+strconv.Itoa(step), index, startMS)
+		if c.r.opts.Samples {
+			if len(c.samples) < maxConversationSamples {
+				c.samples = append(c.samples, smp)
+			} else {
+				c.dropped++
+			}
+		}
+		if c.r.opts.SampleSink != nil {
+			c.r.opts.SampleSink(smp)
+		}
+	}
+	if res.Err != nil {
+		c.lastErr = res.Err
+		if c.stopErr == nil && c.budget.spent(c.all.errCount, c.all.requests) {
+			c.stopErr = c.budget.err("", c.all.errCount, c.all.requests, res.Err)
+			c.stop(c.stopErr)
+		}
+	}
+	return res
+}
+
+func stepWord(p *scenarios.Phase) string {
+	if p.Kind == scenarios.PhaseAgent {
+		return "step"
+	}
+	return "turn"
+}
+
+// run executes one job per session (or task), closed or open loop, and
+// lays out the phase's metrics; the job returns when its session ends.
+func (c *conversation) run(ctx context.Context, ph *report.Phase, job func(ctx context.Context, i int)) error {
+	p, r := c.p, c.r
+	plan := load.Plan{Concurrency: p.Concurrency, MaxRequests: p.Conversation.Sessions}
+	if p.Rate > 0 {
+		var err error
+		plan.Concurrency = 0
+		plan.Schedule, err = load.NewSchedule(p.Rate, p.Arrival, p.Burstiness, 0, r.seed(p))
+		if err != nil {
+			return err
+		}
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Sessions run on the grace context, so an interrupt stops new
+	// sessions at once and lets requests in flight finish.
+	jobCtx, cancelJobs := context.WithCancel(r.hard)
+	defer cancelJobs()
+	c.stop = func(error) { cancel(); cancelJobs() }
+	r.send.execute(pctx, plan, func(_ context.Context, i int, _, _ time.Time) { job(jobCtx, i) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ph.ServingMetrics = c.all.metrics()
+	ph.Warnings = append(ph.Warnings, r.warnings...)
+	if r.opts.Samples && c.samples != nil {
+		ph.Samples = c.samples
+		if c.dropped > 0 {
+			ph.Warnings = append(ph.Warnings, fmt.Sprintf("samples: the report keeps the first %d request samples of a %s phase; %d more went only to --samples-out", maxConversationSamples, p.Kind, c.dropped))
+		}
+	}
+	if c.stopErr != nil {
+		return c.stopErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.budget.over(c.all.errCount, c.all.requests) {
+		return c.budget.err("", c.all.errCount, c.all.requests, c.lastErr)
+	}
+	return nil
+}
+
+// steps lays out the per-step aggregates under "1", "2", … in a map.
+func (c *conversation) steps() map[string]*report.Point {
+	out := map[string]*report.Point{}
+	for step, a := range c.byStep {
+		out[strconv.Itoa(step)] = &report.Point{ServingMetrics: a.metrics()}
+	}
+	return out
+}
+
+// drawMS draws a duration in milliseconds from d (0 when d is nil).
+func drawMS(d *scenarios.Dist, rng *rand.Rand) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return time.Duration(draw(d, rng)) * time.Millisecond
+}
+
+func (sessionsKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
+	cv := p.Conversation
+	c, err := r.newConversation(ctx, p, ph, cv.Sessions*cv.Turns)
+	if err != nil {
+		return err
+	}
+	seed := r.seed(p)
+	st := &report.SessionStats{Turns: cv.Turns}
+	duration, total, think := stats.New(), stats.New(), stats.New()
+	err = c.run(ctx, ph, func(ctx context.Context, i int) {
+		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+		c.mu.Lock()
+		st.Sessions++
+		c.mu.Unlock()
+		var history []measure.Message
+		began := time.Now()
+		tokens := 0
+		for turn := 1; turn <= cv.Turns; turn++ {
+			if turn > 1 && cv.ThinkTimeMS != nil {
+				d := drawMS(cv.ThinkTimeMS, rng)
+				if !r.wait(ctx, d) {
+					return
+				}
+				c.mu.Lock()
+				_ = think.Add(float64(d) / float64(time.Millisecond))
+				c.mu.Unlock()
+			}
+			user := openai.SyntheticPrompt(seed, i*scenarios.MaxConversationTurns+turn, c.words, "")
+			history = append(history, measure.Message{Role: "user", Content: user})
+			req := r.request("", append([]measure.Message(nil), history...), p.MaxTokens)
+			req.Transcript = true
+			res := c.send(ctx, req, "session", turn, i)
+			if res.Err != nil || res.Reply == nil {
+				return // a session with a failed turn has no next turn
+			}
+			if res.PromptTokens != nil && res.CompletionTokens != nil {
+				tokens += *res.PromptTokens + *res.CompletionTokens
+			}
+			history = append(history, measure.Message{Role: "assistant", Content: res.Reply.Content})
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		st.Completed++
+		_ = duration.Add(float64(time.Since(began).Microseconds()) / 1000)
+		_ = total.Add(float64(tokens))
+	})
+	if ph.ServingMetrics != nil {
+		ph.ByTurn = c.steps()
+		st.DurationMS, st.TotalTokens, st.ThinkMS = report.StatFrom(duration), report.StatFrom(total), report.StatFrom(think)
+		ph.Sessions = st
+	}
+	return err
+}

@@ -1,0 +1,234 @@
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/sim"
+	"github.com/tollgate-dev/tollgate/engine/workload"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// syncBuffer is a request log the simulator writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// writeMooncake writes n requests arriving every gap, each extending the
+// previous prompt by one block (a conversation): request k has ids 0..k%8.
+func writeMooncake(t testing.TB, dir string, n int, gap time.Duration, block int) string {
+	t.Helper()
+	path := filepath.Join(dir, "trace.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for k := 0; k < n; k++ {
+		ids := make([]int64, k%8+1)
+		for i := range ids {
+			ids[i] = int64(i + 1000*(k/8))
+		}
+		j, _ := json.Marshal(map[string]any{"timestamp": float64(k) * float64(gap) / float64(time.Millisecond), "input_length": len(ids) * block, "output_length": 2, "hash_ids": ids})
+		w.Write(j)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// A replay sends every request of the trace, at the trace's rate, and the
+// simulator's prefix cache sees the reuse the trace's hash ids imply.
+func TestTraceReplayOnTheSimulator(t *testing.T) {
+	_, url := startSim(t, sim.Config{DecodeStep: time.Millisecond, BlockTokens: 16})
+	path := writeMooncake(t, t.TempDir(), 80, 10*time.Millisecond, 32)
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  replay: {kind: trace, trace: {file: %q, block_tokens: 32, speed: 2}}
+`, url, path), nil)
+	r, err := runFirst(t, sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := r.Phases["replay"]
+	tr := ph.Trace
+	if tr == nil || tr.Requests != 80 || tr.Sent != 80 || ph.Succeeded != 80 {
+		t.Fatalf("trace %+v, succeeded %d", tr, ph.Succeeded)
+	}
+	// 80 requests 10 ms apart at speed 2: 200 req/s.
+	if tr.TraceRatePerS == nil || math.Abs(*tr.TraceRatePerS-200) > 0.01 {
+		t.Errorf("trace rate %v, want 200", tr.TraceRatePerS)
+	}
+	if tr.AchievedRatePerS == nil || *tr.AchievedRatePerS < 100 {
+		t.Errorf("achieved rate %v; a replay keeps the trace's clock", tr.AchievedRatePerS)
+	}
+	// Of each conversation of 8 (1+2+…+8 = 36 blocks), 28 blocks repeat
+	// an earlier prompt's: 7/9 implied.
+	if tr.TraceCacheHitRate == nil || math.Abs(*tr.TraceCacheHitRate-28.0/36) > 1e-9 {
+		t.Errorf("trace hit rate %v, want %v", tr.TraceCacheHitRate, 28.0/36)
+	}
+	if tr.ServerCacheHitRate == nil || *tr.ServerCacheHitRate < 0.5 {
+		t.Errorf("server hit rate %v: the same hash ids must give the same prompt text", tr.ServerCacheHitRate)
+	}
+	if tr.TraceInputTokens != int64(36*10*32) {
+		t.Errorf("trace input tokens %d", tr.TraceInputTokens)
+	}
+	// One word a token on the simulator: the prompts are the trace's size,
+	// plus the chat template's few tokens.
+	if ph.PromptTokens.Min == nil || *ph.PromptTokens.Min < 32 || *ph.PromptTokens.Min > 40 {
+		t.Errorf("prompt tokens %+v, want the trace's 32 and a template", ph.PromptTokens)
+	}
+}
+
+// The same hash id is the same text within a run; a new seed (run) gives
+// new text, and a block cut short is a prefix of the whole one.
+func TestTracePromptBlocks(t *testing.T) {
+	e := workload.Entry{InputTokens: 40, HashIDs: []int64{7, 9}}
+	a := tracePrompt(1, 0, e, 32)
+	b := tracePrompt(1, 5, workload.Entry{InputTokens: 64, HashIDs: []int64{7, 9}}, 32)
+	if !strings.HasPrefix(b, a) {
+		t.Errorf("a block cut short must be a prefix of the whole one")
+	}
+	if got := workload.EstimateTokens(a); got != 40 {
+		t.Errorf("prompt of %d tokens by the simulator's count, want 40", got)
+	}
+	if tracePrompt(2, 0, e, 32) == a {
+		t.Errorf("another run's seed gave the same text")
+	}
+	c := tracePrompt(1, 3, workload.Entry{InputTokens: 48}, 32)
+	d := tracePrompt(1, 4, workload.Entry{InputTokens: 48}, 32)
+	if c == d || workload.EstimateTokens(c) != 48 {
+		t.Errorf("requests without ids need prompts of their own, of their size")
+	}
+}
+
+// Memory of a replay does not grow with the trace: the schedule holds only
+// requests between the dispatcher and their jobs (and the hash ids seen).
+// 100,000 Mooncake requests stream through the schedule; the peak heap is
+// reported and held far below the file's size × the prompts' size.
+func TestTraceReplayMemoryIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 100k-request trace")
+	}
+	const n = 100_000
+	path := writeMooncake(t, t.TempDir(), n, time.Millisecond, 512)
+	st, _ := os.Stat(path)
+	p := &scenarios.Phase{Name: "replay", Kind: scenarios.PhaseTrace}
+	p.Trace = scenarios.TraceSpec{File: path, Format: workload.FormatMooncake, BlockTokens: 512}
+	s, err := workload.Summarize(path, workload.FormatMooncake, 0, 0, 0)
+	if err != nil || s.Requests != n {
+		t.Fatalf("summary %+v %v", s, err)
+	}
+	p.TraceInfo = &scenarios.TraceInfo{TraceSummary: s, Path: path, Scale: 1}
+	tr, err := workload.OpenTrace(path, workload.FormatMooncake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	r := &runner{cfg: &scenarios.OpenAITarget{Stream: new(bool)}}
+	sched := &traceSchedule{r: tr, p: p, info: p.TraceInfo, stop: func() {}, ready: map[int]tracedRequest{}, seen: map[int64]struct{}{},
+		build: func(i int, e workload.Entry) measure.Request {
+			return r.request(tracePrompt(1, i, e, 512), nil, e.OutputTokens)
+		}}
+	runtime.GC()
+	var before, m runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := uint64(0)
+	for i := 0; i < n; i++ {
+		sched.Offset(i)
+		if _, ok := sched.take(i); !ok {
+			t.Fatalf("request %d not built", i)
+		}
+		if i%10_000 == 0 {
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+		}
+	}
+	runtime.ReadMemStats(&m)
+	peak = max(peak, m.HeapInuse)
+	if sched.err != nil {
+		t.Fatal(sched.err)
+	}
+	t.Logf("100k-request trace (%d MB file, prompts up to 4096 tokens): heap in use %.1f MB before, peak %.1f MB while replaying (Go heap, sampled every 10k requests)",
+		st.Size()>>20, float64(before.HeapInuse)/(1<<20), float64(peak)/(1<<20))
+	if peak > 256<<20 {
+		t.Errorf("peak heap %d MB for a streamed trace", peak>>20)
+	}
+}
+
+// TestTraceReplayAccuracy measures how closely a replay keeps the trace's
+// clock, at the simulator: each request's arrival in the simulator's
+// request log against its trace timestamp. A measurement, not a check:
+// TOLLGATE_MEASURE=1 go test ./engine/live -run TestTraceReplayAccuracy -v
+func TestTraceReplayAccuracy(t *testing.T) {
+	if os.Getenv("TOLLGATE_MEASURE") == "" {
+		t.Skip("a measurement: set TOLLGATE_MEASURE=1")
+	}
+	const n, rate = 2000, 200.0
+	log := &syncBuffer{}
+	srv, url := startSim(t, sim.Config{DecodeStep: time.Millisecond, RequestLog: log})
+	path := writeMooncake(t, t.TempDir(), n, time.Duration(float64(time.Second)/rate), 64)
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  replay: {kind: trace, trace: {file: %q, block_tokens: 64}}
+`, url, path), nil)
+	r, err := runFirst(t, sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.Close() // flushes the request log
+	var arrivals []int64
+	sc2 := bufio.NewScanner(bytes.NewReader(log.b.Bytes()))
+	for sc2.Scan() {
+		var rec sim.RequestRecord
+		if json.Unmarshal(sc2.Bytes(), &rec) == nil {
+			arrivals = append(arrivals, rec.ArrivalUnixNs)
+		}
+	}
+	if len(arrivals) != n {
+		t.Fatalf("%d arrivals logged, want %d (flush?)", len(arrivals), n)
+	}
+	slices.Sort(arrivals)
+	// The k-th arrival against the k-th trace time (the trace is evenly
+	// spaced), from the least late request: lateness ≥ 0 by construction.
+	gap := float64(time.Second) / rate
+	late := make([]float64, n)
+	t0 := math.Inf(1)
+	for k, a := range arrivals {
+		t0 = math.Min(t0, float64(a)-float64(k)*gap)
+	}
+	for k, a := range arrivals {
+		late[k] = (float64(a) - float64(k)*gap - t0) / 1e6
+	}
+	slices.Sort(late)
+	q := func(p float64) float64 { return late[int(math.Ceil(p/100*float64(n)))-1] }
+	tr := r.Phases["replay"].Trace
+	t.Logf("replay of %d requests at %.0f req/s: arrival at the simulator vs the trace's timestamp: p50 %.3f ms, p99 %.3f ms, max %.3f ms; client queue_ms p50 %.3f p99 %.3f; achieved %.2f req/s",
+		n, rate, q(50), q(99), late[n-1], *tr.QueueMS.P50, *tr.QueueMS.P99, *tr.AchievedRatePerS)
+}

@@ -1,0 +1,52 @@
+package report
+
+// Dataset is where a phase's prompts came from: a ShareGPT or JSONL file,
+// sampled at load time.
+type Dataset struct {
+	File   string `json:"file"`
+	Format string `json:"format"`
+	// Read is the items in the file; Skipped the ShareGPT conversations
+	// without a prompt and reply; Eligible those within the length
+	// filters; Used the prompts the phase drew from.
+	Read        int  `json:"read"`
+	Skipped     int  `json:"skipped"`
+	Eligible    int  `json:"eligible"`
+	Used        int  `json:"used"`
+	Replacement bool `json:"replacement"`
+	// EstimatedPromptTokens is the prompts' sizes by tollgate's estimate
+	// (the filters use it); the phase's prompt_tokens is the server's count.
+	EstimatedPromptTokens Stat `json:"estimated_prompt_tokens"`
+}
+
+// TraceReplay is a trace phase's replay held against its trace.
+type TraceReplay struct {
+	File   string `json:"file"`
+	Format string `json:"format"`
+	// Speed is trace time ÷ replay time.
+	Speed float64 `json:"speed"`
+	// Requests is the trace's requests in the window; Sent those sent.
+	Requests int `json:"requests"`
+	Sent     int `json:"sent"`
+	// TraceRatePerS is the trace's mean arrival rate after the time scale:
+	// (requests − 1) ÷ (last − first offset) × speed.
+	TraceRatePerS *float64 `json:"trace_rate_per_s,omitempty"`
+	// AchievedRatePerS is (sent − 1) ÷ (last send − first send).
+	AchievedRatePerS *float64 `json:"achieved_rate_per_s,omitempty"`
+	// QueueMS is scheduled send time (the trace offset ÷ speed from the
+	// phase's start) → actual send time, per request: the replay's
+	// lateness. Offsets are absolute, so lateness never accumulates.
+	QueueMS Stat `json:"queue_ms"`
+	// TraceInputTokens and TraceOutputTokens are the trace's sizes, summed
+	// over the requests sent (compare the phase's prompt_tokens).
+	TraceInputTokens  int64 `json:"trace_input_tokens"`
+	TraceOutputTokens int64 `json:"trace_output_tokens"`
+	// TraceCacheHitRate is the prefix-cache hit rate the trace implies:
+	// Σ tokens of the leading hash_ids already seen in an earlier request
+	// ÷ Σ input tokens (mooncake traces; absent for the CSV formats).
+	TraceCacheHitRate *float64 `json:"trace_cache_hit_rate,omitempty"`
+	// ServerCacheHitRate is Σ cached_tokens ÷ Σ prompt_tokens as the server
+	// reported them, over successful requests that reported both.
+	ServerCacheHitRate *float64 `json:"server_cache_hit_rate,omitempty"`
+	PeakInFlight       int64    `json:"peak_in_flight"`
+	DurationS          float64  `json:"duration_s"`
+}

@@ -1,0 +1,232 @@
+package scenarios
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/engine/workload"
+)
+
+// MaxDatasetPool bounds the prompts a phase keeps from a dataset when it
+// does not know how many it will send (a duration-bound load phase) or
+// samples with replacement: a seeded uniform sample of this many stands
+// for the whole file, however large.
+const MaxDatasetPool = 10_000
+
+// DatasetInfo is what loading a phase's dataset found, for the report.
+type DatasetInfo struct {
+	File   string
+	Path   string // as opened
+	Format string
+	// Read is the items in the file; Skipped the ShareGPT conversations
+	// with no prompt and reply; Eligible those within the length filters;
+	// Used the prompts the phase holds (sampled from Eligible).
+	Read, Skipped, Eligible, Used int
+	Replacement                   bool
+	// Longest is the eligible item with the most prompt + output tokens
+	// (by workload.EstimateTokens), and its line.
+	Longest, LongestLine int
+}
+
+// datasetPhases are the phase kinds that take prompt.dataset.
+var datasetPhases = []string{PhaseLoad, PhaseRequests, PhaseWarmup}
+
+// resolve is name relative to the scenario file.
+func resolve(scenarioFile, name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(filepath.Dir(scenarioFile), name)
+}
+
+// checkDataset checks prompt.dataset and its options, streams the file
+// once, and keeps a seeded sample of the prompts within the length filters
+// as the phase's FilePrompts (for a requests phase, its request list).
+func checkDataset(e *errs, p *Phase, scenarioFile, path string) {
+	pr := &p.Prompt
+	at := pr.At("dataset")
+	if pr.Dataset == "" {
+		for _, k := range []string{"format", "replacement", "min_prompt_tokens", "max_prompt_tokens", "min_output_tokens", "max_output_tokens"} {
+			if pr.Has(k) {
+				e.add(pr.At(k), "%s.prompt.%s: applies with prompt.dataset", path, k)
+			}
+		}
+		return
+	}
+	if !oneOf(p.Kind, datasetPhases) {
+		e.add(at, "%s.prompt.dataset: applies to %s phases, not %s", path, strings.Join(datasetPhases, ", "), p.Kind)
+		return
+	}
+	if pr.Text != "" || pr.File != "" {
+		e.add(pr.Pos, "%s.prompt: give one of text, file or dataset", path)
+		return
+	}
+	if p.Has("prompt_tokens") {
+		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: does not apply with prompt.dataset (filter by prompt.min_prompt_tokens and max_prompt_tokens)", path)
+	}
+	if pr.Format == "" {
+		pr.Format = workload.FormatJSONL
+		if strings.HasSuffix(pr.Dataset, ".json") {
+			pr.Format = workload.FormatShareGPT
+		}
+	}
+	if !oneOf(pr.Format, workload.DatasetFormats) {
+		e.add(pr.At("format"), "%s.prompt.format: unknown %q (one of %s)%s", path, pr.Format, strings.Join(workload.DatasetFormats, ", "), suggest(pr.Format, workload.DatasetFormats))
+		return
+	}
+	for _, k := range []struct {
+		key string
+		v   int
+	}{{"min_prompt_tokens", pr.MinPromptTokens}, {"max_prompt_tokens", pr.MaxPromptTokens}, {"min_output_tokens", pr.MinOutputTokens}, {"max_output_tokens", pr.MaxOutputTokens}} {
+		if k.v < 0 || (k.v == 0 && pr.Has(k.key)) {
+			e.add(pr.At(k.key), "%s.prompt.%s: must be at least 1, got %d", path, k.key, k.v)
+			return
+		}
+	}
+	if pr.MaxPromptTokens > 0 && pr.MaxPromptTokens < pr.MinPromptTokens {
+		e.add(pr.At("max_prompt_tokens"), "%s.prompt.max_prompt_tokens: %d is below min_prompt_tokens %d", path, pr.MaxPromptTokens, pr.MinPromptTokens)
+		return
+	}
+	if pr.MaxOutputTokens > 0 && pr.MaxOutputTokens < pr.MinOutputTokens {
+		e.add(pr.At("max_output_tokens"), "%s.prompt.max_output_tokens: %d is below min_output_tokens %d", path, pr.MaxOutputTokens, pr.MinOutputTokens)
+		return
+	}
+	// How many prompts the phase sends, when it knows.
+	need := 0
+	switch p.Kind {
+	case PhaseLoad:
+		points := max(1, len(p.Sweep.Concurrency)+len(p.Sweep.Rate))
+		need = p.Requests.Count * points
+	case PhaseRequests:
+		need = p.Requests.Count
+		if p.Requests.List != nil {
+			e.add(p.At("requests"), "%s.requests: with prompt.dataset a requests phase takes a count of prompts, e.g. requests: 20", path)
+			return
+		}
+		if need < 1 {
+			e.add(p.At("requests"), "%s.requests: with prompt.dataset, how many prompts to send, e.g. requests: 20", path)
+			return
+		}
+	case PhaseWarmup:
+		need = p.Requests.Count
+	}
+	replace := pr.Replacement != nil && *pr.Replacement
+	size := need
+	if size == 0 || replace {
+		size = MaxDatasetPool
+	}
+	full := resolve(scenarioFile, pr.Dataset)
+	info := &DatasetInfo{File: pr.Dataset, Path: full, Format: pr.Format, Replacement: replace}
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0xda7a5e7))
+	var pool []*RequestSpec
+	var lines []int
+	fixed := p.Has("max_tokens")
+	skipped, err := workload.ReadDataset(full, pr.Format, func(it workload.Item) error {
+		info.Read++
+		if pr.MinPromptTokens > 0 && it.PromptTokens < pr.MinPromptTokens ||
+			pr.MaxPromptTokens > 0 && it.PromptTokens > pr.MaxPromptTokens ||
+			pr.MinOutputTokens > 0 && it.OutputTokens > 0 && it.OutputTokens < pr.MinOutputTokens ||
+			pr.MaxOutputTokens > 0 && it.OutputTokens > pr.MaxOutputTokens {
+			return nil
+		}
+		info.Eligible++
+		out := it.OutputTokens
+		if fixed || out == 0 {
+			out = p.MaxTokens
+		}
+		if c := it.PromptTokens + out; c > info.Longest {
+			info.Longest, info.LongestLine = c, it.Line
+		}
+		spec := &RequestSpec{Prompt: it.Prompt, Messages: messagesOf(it.Messages)}
+		if !fixed {
+			spec.MaxTokens = it.OutputTokens
+		}
+		// Reservoir sampling (algorithm R): a uniform seeded sample of
+		// size items in one pass, whatever the file's length.
+		if len(pool) < size {
+			pool = append(pool, spec)
+			lines = append(lines, it.Line)
+		} else if j := rng.IntN(info.Eligible); j < size {
+			pool[j], lines[j] = spec, it.Line
+		}
+		return nil
+	})
+	info.Skipped = skipped
+	if err != nil {
+		e.add(at, "%s.prompt.dataset: %v", path, err)
+		return
+	}
+	if info.Eligible == 0 {
+		what := "holds no prompts"
+		if info.Read > 0 {
+			what = fmt.Sprintf("holds no prompts within the length filters (%d read)", info.Read)
+		}
+		e.add(at, "%s.prompt.dataset: %s %s", path, full, what)
+		return
+	}
+	if need > 0 && !replace && info.Eligible < need {
+		e.add(at, "%s.prompt.dataset: %s holds %d prompts within the filters and the phase sends %d; give prompt.replacement: true or fewer requests", path, full, info.Eligible, need)
+		return
+	}
+	rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+	if replace && need > 0 {
+		drawn := make([]*RequestSpec, need)
+		for i := range drawn {
+			drawn[i] = pool[rng.IntN(len(pool))]
+		}
+		pool = drawn
+	}
+	info.Used = len(pool)
+	p.Dataset = info
+	if p.Kind == PhaseRequests {
+		p.Requests.List = pool
+		return
+	}
+	p.FilePrompts = pool
+}
+
+func messagesOf(ms []workload.Message) []MessageSpec {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]MessageSpec, len(ms))
+	for i, m := range ms {
+		out[i] = MessageSpec{Role: m.Role, Content: m.Content}
+	}
+	return out
+}
+
+// checkContext holds the longest dataset prompt or trace request against
+// the context window of each embedded target, whose window is known before
+// anything is sent (a live server's says so itself, request by request).
+func checkContext(e *errs, p *Phase, targets []*Target) {
+	for _, t := range targets {
+		if !t.Embedded() || t.OpenAI == nil || t.OpenAI.Sim == nil {
+			continue
+		}
+		window := t.OpenAI.Sim.MaxModelLen
+		if window == 0 {
+			window = defaultMaxModelLen
+		}
+		if d := p.Dataset; d != nil && d.Longest > window {
+			e.add(p.Prompt.At("dataset"), "phases.%s.prompt.dataset: %s:%d: about %d prompt + output tokens, over the context window of %d of target %q (filter with prompt.max_prompt_tokens)",
+				p.Name, d.Path, d.LongestLine, d.Longest, window, t.Name)
+		}
+		if ti := p.TraceInfo; ti != nil {
+			c, line := ti.MaxContext, ti.MaxContextLine
+			if p.MaxTokens > 0 {
+				c = ti.MaxInputTokens + p.MaxTokens
+			}
+			if c > window {
+				e.add(p.Trace.At("file"), "phases.%s.trace.file: %s:%d: %d prompt + output tokens, over the context window of %d of target %q (narrow the window with trace.from and trace.to)",
+					p.Name, ti.Path, line, c, window, t.Name)
+			}
+		}
+	}
+}
+
+// defaultMaxModelLen is the embedded simulator's context window when the
+// scenario does not set sim.max_model_len (engine/sim's default).
+const defaultMaxModelLen = 32768

@@ -1,0 +1,131 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/engine/workload"
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// PhaseTrace replays a request trace with its timestamps.
+const PhaseTrace = report.KindTrace
+
+// TraceSpec is a trace phase's trace: the file, its format, the time
+// scale and the window replayed.
+type TraceSpec struct {
+	Meta   `json:"-"`
+	File   string `yaml:"file" json:"file"`
+	Format string `yaml:"format" json:"format"`
+	// BlockTokens is the prompt tokens behind one Mooncake hash id.
+	BlockTokens int `yaml:"block_tokens" json:"block_tokens,omitempty"`
+	// Speed divides every offset (10: ten times faster); Rate instead
+	// scales the trace to this mean arrival rate (requests/s).
+	Speed float64 `yaml:"speed" json:"speed,omitempty"`
+	Rate  float64 `yaml:"rate" json:"rate,omitempty"`
+	// From and To select the requests whose trace offset lies in
+	// [from, to), in trace time; they are replayed from from.
+	From Duration `yaml:"from" json:"from"`
+	To   Duration `yaml:"to" json:"to"`
+}
+
+// TraceInfo is what the load-time pass over a trace found.
+type TraceInfo struct {
+	workload.TraceSummary
+	// Path is the file as opened (relative to the working directory).
+	Path string
+	// Scale multiplies trace offsets into replay offsets (1 / speed).
+	Scale float64
+}
+
+// ReplayRate is the trace's mean arrival rate after the time scale
+// (requests/s over the window's span); 0 when the span is 0.
+func (t *TraceInfo) ReplayRate() float64 {
+	span := t.Span.Seconds() * t.Scale
+	if t.Requests < 2 || span <= 0 {
+		return 0
+	}
+	return float64(t.Requests-1) / span
+}
+
+// checkTrace applies a trace phase's defaults and streams the trace once,
+// so a bad line is an error before anything is sent.
+func checkTrace(e *errs, p *Phase, scenarioFile, path string) {
+	t := &p.Trace
+	tp := path + ".trace"
+	errsBefore := len(e.list)
+	if !p.Has("trace") || t.File == "" {
+		e.add(p.Pos, "%s: a trace phase needs trace.file (and trace.format: %s)", path, strings.Join(workload.TraceFormats, ", "))
+		return
+	}
+	if t.Format == "" {
+		t.Format = workload.FormatMooncake
+		if strings.HasSuffix(t.File, ".csv") {
+			e.add(t.At("file"), "%s.format: a CSV trace needs its format (burstgpt or azure)", tp)
+			return
+		}
+	}
+	if !oneOf(t.Format, workload.TraceFormats) {
+		e.add(t.At("format"), "%s.format: unknown %q (one of %s)%s", tp, t.Format, strings.Join(workload.TraceFormats, ", "), suggest(t.Format, workload.TraceFormats))
+		return
+	}
+	if t.BlockTokens == 0 {
+		t.BlockTokens = 512 // Mooncake's
+	}
+	if t.BlockTokens < 1 {
+		e.add(t.At("block_tokens"), "%s.block_tokens: must be at least 1, got %d", tp, t.BlockTokens)
+	}
+	if t.Has("block_tokens") && t.Format != workload.FormatMooncake {
+		e.add(t.At("block_tokens"), "%s.block_tokens: applies to mooncake traces (their hash_ids)", tp)
+	}
+	if t.Has("speed") && t.Has("rate") {
+		e.add(t.At("rate"), "%s: give speed or rate, not both", tp)
+	}
+	if t.Has("speed") && !(t.Speed > 0) {
+		e.add(t.At("speed"), "%s.speed: must be positive, got %v", tp, t.Speed)
+	}
+	if t.Has("rate") && !(t.Rate > 0) {
+		e.add(t.At("rate"), "%s.rate: must be a positive number of requests per second, got %v", tp, t.Rate)
+	}
+	if t.From.Duration < 0 || (t.Has("to") && t.To.Duration <= t.From.Duration) {
+		e.add(t.At("to"), "%s: the window needs 0 <= from < to, got from %v to %v", tp, t.From.Duration, t.To.Duration)
+	}
+	if p.Requests.List != nil {
+		e.add(p.At("requests"), "%s.requests: a trace phase takes a count (the first N requests of the window)", path)
+	}
+	if p.MaxInFlight < 0 {
+		e.add(p.At("max_in_flight"), "%s.max_in_flight: must be positive, got %d", path, p.MaxInFlight)
+	}
+	if len(e.list) > errsBefore {
+		return
+	}
+	full := resolve(scenarioFile, t.File)
+	s, err := workload.Summarize(full, t.Format, t.From.Duration, t.To.Duration, p.Requests.Count)
+	if err != nil {
+		e.add(t.At("file"), "%s.file: %v", tp, err)
+		return
+	}
+	if s.Requests == 0 {
+		e.add(t.At("file"), "%s.file: %s holds no requests%s", tp, full, window(t))
+		return
+	}
+	info := &TraceInfo{TraceSummary: s, Path: full, Scale: 1}
+	if t.Speed > 0 {
+		info.Scale = 1 / t.Speed
+	}
+	if t.Rate > 0 {
+		if s.Requests < 2 || s.Span <= 0 {
+			e.add(t.At("rate"), "%s.rate: the window's %d requests span no time, so there is no rate to scale", tp, s.Requests)
+			return
+		}
+		info.Scale = float64(s.Requests-1) / s.Span.Seconds() / t.Rate
+	}
+	p.TraceInfo = info
+}
+
+func window(t *TraceSpec) string {
+	if !t.Has("from") && !t.Has("to") {
+		return ""
+	}
+	return fmt.Sprintf(" in the window [%v, %v)", t.From.Duration, t.To.Duration)
+}
