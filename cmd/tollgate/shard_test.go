@@ -59,6 +59,8 @@ func runShards(t *testing.T, dir, scenario string, n int, extra ...string) (repo
 	for i := range n {
 		reports = append(reports, filepath.Join(dir, fmt.Sprintf("shard-%d.json", i)))
 		samples = append(samples, filepath.Join(dir, fmt.Sprintf("shard-%d.jsonl", i)))
+	}
+	for i := range n {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -274,4 +276,33 @@ func runBinEnv(t *testing.T, bin string, env []string, args ...string) result {
 		t.Setenv(k, v)
 	}
 	return runBin(t, bin, args...)
+}
+
+// TestShardStartsLate: a shard whose --start-at has passed begins at once,
+// says so, records its lateness, and its first sends are late against
+// their schedule: queue_ms holds at least the lateness.
+func TestShardStartsLate(t *testing.T) {
+	dir := t.TempDir()
+	url := startServeWith(t, perfBin)
+	sc := shardScenario(t, dir, "late", url, 100, 20)
+	past := time.Now().Add(-2 * time.Second).UTC().Format(time.RFC3339Nano)
+	out := filepath.Join(dir, "shard-1.json")
+	r := runBin(t, perfBin, "run", sc, "--shard", "1/2", "--start-at", past, "--json-out", out, "-q")
+	if r.code != 0 || !strings.Contains(r.stderr, "after --start-at") {
+		t.Fatalf("exit %d, stderr %q: want 0 and a warning that the shard began late", r.code, r.stderr)
+	}
+	rep := readJSONReport(t, out)
+	late := dig(rep, "shard", "start_lateness_ms").(float64)
+	q := dig(rep, "runs", "server", "phases", "load", "points", 0, "queue_ms", "max").(float64)
+	// Shard 1's first send is arrival 1 of the schedule, a few ms after the
+	// start: its queueing delay is the lateness less that offset.
+	if late < 2000 || q < late-1000 {
+		t.Errorf("start_lateness_ms %v (want ≥ 2000: start-at was 2 s ago), queue_ms.max %v (want about the lateness)", late, q)
+	}
+	if n := dig(rep, "runs", "server", "phases", "load", "points", 0, "requests").(float64); n != 10 {
+		t.Errorf("shard 1 of 2 sent %v requests, want 10 of 20", n)
+	}
+	if dig(rep, "runs", "server", "phases").(map[string]any)["decode"] != nil {
+		t.Error("shard 1 ran the decode phase, which is shard 0's")
+	}
 }
