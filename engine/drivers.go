@@ -35,6 +35,8 @@ type RunOptions struct {
 	// SessionGates name the scenario's gates that read a seam sample's
 	// session_id (a live seam's warning names them).
 	SessionGates []string
+	// Shard makes a live run one shard of a sharded run.
+	Shard *live.Shard
 }
 
 // Drivers are the target kinds by name.
@@ -104,5 +106,5 @@ func (liveDriver) Shape(run *scenarios.Run, samples bool) (*report.Run, error) {
 
 func (liveDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {
 	return live.Run(ctx, run, live.Options{LookupEnv: opts.LookupEnv, Samples: opts.Samples,
-		OnProgress: opts.OnProgress, SampleSink: opts.SampleSink, Grace: opts.Grace})
+		OnProgress: opts.OnProgress, SampleSink: opts.SampleSink, Grace: opts.Grace, Shard: opts.Shard})
 }

@@ -32,6 +32,8 @@ type Options struct {
 	SampleSink func(run string, s report.RequestSample)
 	// Grace lets requests in flight finish after an interrupt (default 5s).
 	Grace time.Duration
+	// Shard, when set, runs this process's share of a sharded run.
+	Shard *live.Shard
 }
 
 // ErrRunFailed marks a report with at least one run that could not complete.
@@ -109,7 +111,7 @@ func runOne(ctx context.Context, run *scenarios.Run, sc *scenarios.Scenario, opt
 	if grace == 0 {
 		grace = 5 * time.Second
 	}
-	ro := RunOptions{Samples: sc.Samples, LookupEnv: opts.LookupEnv, OnProgress: opts.OnProgress, Grace: grace}
+	ro := RunOptions{Samples: sc.Samples, LookupEnv: opts.LookupEnv, OnProgress: opts.OnProgress, Grace: grace, Shard: opts.Shard}
 	for _, g := range sc.Gates {
 		if strings.Contains(g.Expr, "session_id") {
 			ro.SessionGates = append(ro.SessionGates, g.Name)

@@ -38,6 +38,10 @@ type Report struct {
 	// Repetitions, when the scenario ran more than once, summarises every
 	// figure of runs across the repetitions; runs is the last one.
 	Repetitions *Repetitions `json:"repetitions,omitempty"`
+	// Shard is set on the report of one shard (tollgate run --shard I/N);
+	// Shards on a merge of shards (tollgate merge), one per shard.
+	Shard  *ShardInfo  `json:"shard,omitempty"`
+	Shards []ShardInfo `json:"shards,omitempty"`
 }
 
 // Tool names the program that wrote the report.
@@ -189,6 +193,9 @@ type Phase struct {
 
 	// Samples is []SeamSample or []RequestSample, unless report.samples is false.
 	Samples any `json:"samples,omitempty"`
+
+	// Shards are the per-shard figures of a phase merged from shards.
+	Shards []*ShardPhase `json:"shards,omitempty"`
 }
 
 // ServerMetrics is what the server's Prometheus /metrics said about one
@@ -266,6 +273,9 @@ type LoadPoint struct {
 	// Saturation lists the saturation signals seen at this point; only a
 	// sweep with stop_when_saturated looks for them.
 	Saturation *[]string `json:"saturation,omitempty"`
+	// Window is the point's wall-clock window and sums, kept by a shard so
+	// that a merge recomputes rates over the union of the shards' windows.
+	Window *Window `json:"window,omitempty"`
 }
 
 // Goodput counts requests that succeeded within every SLO limit.

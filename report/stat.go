@@ -18,6 +18,11 @@ type Stat struct {
 	P95   *float64 `json:"p95,omitempty"`
 	P99   *float64 `json:"p99,omitempty"`
 	Max   *float64 `json:"max,omitempty"`
+	// Histogram is the whole distribution, in a mergeable form (the samples
+	// up to stats.ExactLimit, log-linear buckets beyond); present only in a
+	// shard's report (tollgate run --shard) and a merge of shards, so that
+	// tollgate merge can add distributions exactly.
+	Histogram *stats.Histogram `json:"histogram,omitempty"`
 }
 
 // NewStat computes a Stat with nearest-rank percentiles (stats.NearestRank):
@@ -64,5 +69,16 @@ func StatFrom(h *stats.Histogram) Stat {
 	}
 	s.Mean, s.Min, s.Max = F(h.Mean()), F(h.Min()), F(h.Max())
 	s.P50, s.P90, s.P95, s.P99 = F(h.Quantile(50)), F(h.Quantile(90)), F(h.Quantile(95)), F(h.Quantile(99))
+	return s
+}
+
+// StatWithHistogram is StatFrom with the histogram itself kept, so the
+// distribution can be merged with others later (shard reports). An empty
+// histogram is left out: there is nothing to merge.
+func StatWithHistogram(h *stats.Histogram) Stat {
+	s := StatFrom(h)
+	if h.Count() > 0 {
+		s.Histogram = h
+	}
 	return s
 }

@@ -49,6 +49,7 @@ Usage:
   tollgate compare OLD.json NEW.json  compare two reports metric by metric, with noise
   tollgate report REPORT.json --html PATH   render a saved report (with --baseline OLD.json)
   tollgate judge SCENARIO REPORT.json judge a saved report again with the scenario's gates
+  tollgate merge SHARD.json... --json-out PATH   merge the reports of run --shard I/N exactly
   tollgate version                    print the version
   tollgate help [COMMAND]             show help
 
@@ -86,6 +87,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdReport(args[1:], stdout, stderr)
 	case "judge":
 		return cmdJudge(args[1:], stdout, stderr)
+	case "merge":
+		return cmdMerge(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "tollgate %s\n", toolVersion())
 		return ExitPass
@@ -115,6 +118,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			case "judge":
 				fs, _ := judgeFlags(stderr)
 				fmt.Fprintf(stdout, "%s%s", judgeUsage, fs.FlagUsages())
+				return ExitPass
+			case "merge":
+				fs, _ := mergeFlags(stderr)
+				fmt.Fprintf(stdout, "%s%s", mergeUsage, fs.FlagUsages())
 				return ExitPass
 			default:
 				fmt.Fprintf(stderr, "tollgate help: unknown command %q\n\n%s", args[1], usage)
@@ -151,6 +158,7 @@ type runOptions struct {
 	baselineAny     bool
 	requireBaseline bool
 	repeatRuns      int
+	shard           shardOptions
 }
 
 // maxRepeatRuns bounds --repeat-runs: every repetition is kept in memory
@@ -170,6 +178,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
 	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline)
+	addShardFlags(fs, &o.shard)
 	fs.IntVar(&o.repeatRuns, "repeat-runs", 1, "run the whole scenario `N` times; the report keeps the last run and, under repetitions, every figure's mean, median and cv across the N (gates may read repetitions.runs.….median)")
 	return fs, o
 }
@@ -320,9 +329,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
 		return ExitInvalid
 	}
+	shard, err := o.shard.resolve(os.LookupEnv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		return ExitInvalid
+	}
+	if shard != nil {
+		o.noGate = true // a shard measures part of the load: the merge is judged
+	}
 	p, ok := prepare(path, lo, !o.noGate, baseEnv, stderr)
 	if !ok {
 		return ExitInvalid
+	}
+	if shard != nil {
+		if err := checkShardable(p.sc, shard, o.repeatRuns); err != nil {
+			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+			return ExitInvalid
+		}
 	}
 	if base != nil {
 		// Before anything is sent: the same scenario and host hardware.
@@ -361,7 +384,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext(stderr, samples)
 	defer stop()
 
-	opts := engine.Options{ToolVersion: toolVersion(), LookupEnv: os.LookupEnv}
+	opts := engine.Options{ToolVersion: toolVersion(), LookupEnv: os.LookupEnv, Shard: shard}
 	if samples != nil {
 		opts.SampleSink = samples.write
 	}
@@ -376,6 +399,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		pl.finish()
 	}
 
+	if shard != nil {
+		rep.Shard = shard.Info(hostname())
+		if l := rep.Shard.StartLatenessMS; l != nil && *l > 0 {
+			fmt.Fprintf(stderr, "warning: shard %d/%d began its first load point %.1f ms after --start-at %s\n", shard.Index, shard.Count, *l, o.shard.startAt)
+		}
+	}
 	verdict := judge(rep, p, base, baseEnv, o, runErr == nil, interrupted, stderr)
 	if runErr != nil && !interrupted {
 		fmt.Fprintf(stderr, "tollgate run: %v\n", runErr)

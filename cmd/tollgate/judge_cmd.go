@@ -70,6 +70,11 @@ func cmdJudge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tollgate judge: %v (give a report written by tollgate run --json-out)\n", err)
 		return ExitInvalid
 	}
+	if rep.Shard != nil {
+		fmt.Fprintf(stderr, "tollgate judge: %s is shard %d of %d of a sharded run: merge the shards first (tollgate merge SHARD.json... --json-out merged.json) and judge the merge\n",
+			reportPath, rep.Shard.Index, rep.Shard.Count)
+		return ExitInvalid
+	}
 	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)

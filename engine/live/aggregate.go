@@ -34,6 +34,9 @@ type aggregator struct {
 	// checked, beyond CalibrationTolerance, and the range of prompt − target.
 	promptChecked, promptMisses int
 	promptDevMin, promptDevMax  int
+	// dists keeps each statistic's histogram in the report (shard reports,
+	// so that tollgate merge adds distributions exactly).
+	dists bool
 }
 
 // errorClasses are every class a request can fail with; by_class lists all
@@ -131,25 +134,29 @@ func (a *aggregator) add(res measure.Result, name string) {
 }
 
 func (a *aggregator) metrics() *report.ServingMetrics {
+	stat := report.StatFrom
+	if a.dists {
+		stat = report.StatWithHistogram
+	}
 	m := &report.ServingMetrics{
 		Requests:               a.requests,
 		Succeeded:              a.ok,
 		Errors:                 report.ErrorSummary{Count: a.errCount, ByClass: a.byClass, Examples: a.examples},
-		TTFBMS:                 report.StatFrom(a.ttfb),
-		TTFTMS:                 report.StatFrom(a.ttft),
-		TTFOMS:                 report.StatFrom(a.ttfo),
-		ReasoningTokens:        report.StatFrom(a.reasoning),
-		ReasoningTokensPerS:    report.StatFrom(a.reasoningRate),
-		AnswerTokensPerS:       report.StatFrom(a.answerRate),
-		E2EMS:                  report.StatFrom(a.e2e),
-		DecodeTokensPerS:       report.StatFrom(a.decode),
-		TPOTMS:                 report.StatFrom(a.tpot),
-		ITLMS:                  report.StatFrom(a.itl),
-		PrefillTokensPerS:      report.StatFrom(a.prefill),
-		PromptTokens:           report.StatFrom(a.prompt),
-		CompletionTokens:       report.StatFrom(a.completion),
-		CachedTokens:           report.StatFrom(a.cached),
-		SSETokenEvents:         report.StatFrom(a.events),
+		TTFBMS:                 stat(a.ttfb),
+		TTFTMS:                 stat(a.ttft),
+		TTFOMS:                 stat(a.ttfo),
+		ReasoningTokens:        stat(a.reasoning),
+		ReasoningTokensPerS:    stat(a.reasoningRate),
+		AnswerTokensPerS:       stat(a.answerRate),
+		E2EMS:                  stat(a.e2e),
+		DecodeTokensPerS:       stat(a.decode),
+		TPOTMS:                 stat(a.tpot),
+		ITLMS:                  stat(a.itl),
+		PrefillTokensPerS:      stat(a.prefill),
+		PromptTokens:           stat(a.prompt),
+		CompletionTokens:       stat(a.completion),
+		CachedTokens:           stat(a.cached),
+		SSETokenEvents:         stat(a.events),
 		Warnings:               []string{},
 		Retries:                a.retries,
 		StaleConnectionRetries: a.staleRetries,
@@ -158,7 +165,7 @@ func (a *aggregator) metrics() *report.ServingMetrics {
 		m.Errors.Rate = report.F(float64(a.errCount) / float64(a.requests))
 	}
 	if a.server != nil {
-		m.Server = a.server.report()
+		m.Server = a.server.report(stat)
 	}
 	if a.promptMisses > 0 {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("prompt size: %d of %d requests' prompts missed their target by more than max(4 tokens, 0.5 %%) by the server's count (prompt_tokens − target from %+d to %+d)",
@@ -225,9 +232,9 @@ func (s *serverAgg) add(t *report.ServerTimings) {
 	addInt(s.cacheN, t.CacheN)
 }
 
-func (s *serverAgg) report() *report.ServerReported {
-	return &report.ServerReported{Source: s.source, Requests: s.n, PromptMS: report.StatFrom(s.promptMS),
-		PredictedMS: report.StatFrom(s.predictedMS), PromptPerS: report.StatFrom(s.promptPerS),
-		PredictedPerS: report.StatFrom(s.predictedPerS), PredictedPerTokenMS: report.StatFrom(s.perTokenMS),
-		CacheN: report.StatFrom(s.cacheN)}
+func (s *serverAgg) report(stat func(*stats.Histogram) report.Stat) *report.ServerReported {
+	return &report.ServerReported{Source: s.source, Requests: s.n, PromptMS: stat(s.promptMS),
+		PredictedMS: stat(s.predictedMS), PromptPerS: stat(s.promptPerS),
+		PredictedPerS: stat(s.predictedPerS), PredictedPerTokenMS: stat(s.perTokenMS),
+		CacheN: stat(s.cacheN)}
 }

@@ -110,7 +110,7 @@ func (f *folded) point(name string) *report.Point {
 // the error says why, and the fold holds what was measured.
 func (r *runner) sequential(ctx context.Context, p *scenarios.Phase, plan Plan) (*folded, error) {
 	budget := newErrorBudget(p, plan.Len())
-	f := &folded{all: newAggregator(), points: map[string]*aggregator{}}
+	f := &folded{all: r.newAggregator(), points: map[string]*aggregator{}}
 	phaseStart := time.Now()
 	var prev *outcome
 	var lastErr *measure.Error
@@ -136,7 +136,7 @@ func (r *runner) sequential(ctx context.Context, p *scenarios.Phase, plan Plan) 
 		if s.point != "" {
 			a, ok := f.points[s.point]
 			if !ok {
-				a = newAggregator()
+				a = r.newAggregator()
 				f.points[s.point] = a
 				f.order = append(f.order, s.point)
 			}

@@ -51,6 +51,8 @@ type Options struct {
 	// MaxLoadSamples bounds the samples a load phase keeps in the report
 	// (0: MaxLoadSamples).
 	MaxLoadSamples int
+	// Shard, when set, makes this run one shard of a sharded run (shard.go).
+	Shard *Shard
 }
 
 // ErrPhase marks a phase stopped because its error rate exceeded max_error_rate.
@@ -205,6 +207,7 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 		return out, fmt.Errorf("target not ready within %s: %w", cfg.ReadyTimeout.Duration, err)
 	}
 	out.Target.ReadyMS = report.F(float64(time.Since(readyStart).Microseconds()) / 1000)
+	opts.Shard.measureClock(ctx, baseURL)
 
 	r.model, out.Target.ModelSource = cfg.Model, "scenario"
 	if r.model == "" {
@@ -230,6 +233,9 @@ func (r *runner) phases(ctx context.Context) error {
 	for _, p := range r.run.Phases {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if !r.opts.Shard.runs(p) {
+			continue // shard 0 runs it
 		}
 		ph, err := r.phase(ctx, p)
 		r.out.Phases[p.Name] = ph

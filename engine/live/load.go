@@ -155,7 +155,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	if err != nil {
 		return err
 	}
-	all := newAggregator()
+	all := r.newAggregator()
 	var allMu sync.Mutex
 	// With report.samples on, a load phase keeps its requests like every
 	// other phase (point by point, in index order): the CSV and the HTML
@@ -181,17 +181,18 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	next := 0 // global request index across points, so no two requests share a prompt
 	for _, sp := range specs {
 		lp := &report.LoadPoint{Concurrency: sp.concurrency, Rate: sp.rate}
-		st := &point{agg: newAggregator(), slo: p.SLO.Limits, queue: stats.New()}
+		st := &point{agg: r.newAggregator(), slo: p.SLO.Limits, queue: stats.New()}
 		plan := load.Plan{Concurrency: sp.concurrency, MaxRequests: p.Requests.Count, Duration: p.Duration.Duration,
 			RampUp: p.RampUp.Duration, MaxInFlight: p.MaxInFlight}
 		label := fmt.Sprintf("concurrency %d", sp.concurrency)
 		if sp.rate > 0 {
-			plan.Schedule, err = load.NewSchedule(sp.rate, p.Arrival, p.Burstiness, p.RampUp.Duration, r.seed(p)+int64(next))
+			plan.Schedule, err = load.NewSchedule(sp.rate, p.Arrival, p.Burstiness, p.RampUp.Duration, r.scheduleSeed(p)+int64(next))
 			if err != nil {
 				return err
 			}
 			label = fmt.Sprintf("rate %g/s", sp.rate)
 		}
+		plan = r.opts.Shard.plan(plan) // this shard's share (sharded runs)
 		budget := newErrorBudget(p, p.Requests.Count)
 		var lastErr *measure.Error
 		pctx, cancel := context.WithCancel(ctx)
@@ -211,6 +212,9 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		var pointKept []report.RequestSample // under st.mu
 		var recs []record                    // under st.mu; for stop_when_saturated
 		started := time.Now()
+		if !plan.Start.IsZero() {
+			started = plan.Start
+		}
 		tick := r.progressTicker(pctx, func() Progress {
 			st.mu.Lock()
 			defer st.mu.Unlock()
@@ -222,6 +226,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		})
 		res := r.send.execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
 			jctx := jobCtx
+			i = r.opts.Shard.global(i) // the whole run's index of this request
 			idx := base + i
 			req := prompts(idx)
 			var connected atomic.Bool
@@ -309,6 +314,14 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		cancelJobs()
 		tick()
 		next += res.Sent
+		if sh := r.opts.Shard; sh != nil {
+			// Every shard advances past the whole point, so the next point's
+			// requests are the ones a single process would send.
+			next = base + sh.Count*res.Sent
+			if p.Requests.Count > 0 {
+				next = base + p.Requests.Count
+			}
+		}
 		// Requests complete out of order; the report keeps them by index.
 		slices.SortFunc(pointKept, func(a, b report.RequestSample) int { return cmp.Compare(a.Index, b.Index) })
 		kept = append(kept, pointKept...)
@@ -347,6 +360,9 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 				}
 				lp.Goodput = g
 			}
+		}
+		if r.opts.Shard != nil {
+			r.shardPoint(lp, st, res, p.Name, label, sp.rate)
 		}
 		ph.Points = append(ph.Points, lp)
 		if p.StopWhenSaturated {

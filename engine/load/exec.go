@@ -53,6 +53,10 @@ type Plan struct {
 	// and their queueing delay shows it (default 10000).
 	MaxInFlight int
 	Clock       Clock
+	// Start, when set, is when the schedule begins (a sharded run's common
+	// --start-at): the executor waits for it, and when it is already past
+	// the open loop's first sends are late and their queueing delay says so.
+	Start time.Time
 }
 
 // Result says what the executor did.
@@ -84,6 +88,9 @@ func Execute(ctx context.Context, p Plan, job Job) Result {
 		}
 	}
 	res := Result{Start: clock.Now()}
+	if !p.Start.IsZero() {
+		res.Start = p.Start
+	}
 	var deadline time.Time
 	if p.Duration > 0 {
 		deadline = res.Start.Add(p.Duration)
@@ -104,7 +111,7 @@ func Execute(ctx context.Context, p Plan, job Job) Result {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
-				if p.RampUp > 0 {
+				if p.RampUp > 0 || !p.Start.IsZero() {
 					start := res.Start.Add(p.RampUp * time.Duration(w) / time.Duration(p.Concurrency))
 					if clock.SleepUntil(ctx, start) != nil {
 						return

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/text"
+	"github.com/tollgate-dev/tollgate/report/view"
+)
+
+const mergeUsage = "Usage: tollgate merge SHARD.json... --json-out PATH [flags]\n\n" +
+	"Merge the reports of the shards of one sharded run (tollgate run --shard I/N) into\n" +
+	"the report one process sending the whole load would have written: counts add,\n" +
+	"distributions merge exactly through their histograms, rates and throughput are\n" +
+	"recomputed over the union of the shards' windows, each shard's own figures stay\n" +
+	"under the merged phase. The result is validated against the report schema and not\n" +
+	"gated: judge it with tollgate judge SCENARIO PATH. Exits 0 merged, 2 bad input\n" +
+	"(a report that is not a shard, shards of different scenarios or schema versions,\n" +
+	"a shard given twice or missing), 3 a shard's run did not complete or an output\n" +
+	"could not be written.\n\nFlags:\n"
+
+func mergeFlags(stderr io.Writer) (*pflag.FlagSet, *outputs) {
+	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := addOutputFlags(fs, true)
+	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", mergeUsage, fs.FlagUsages()) }
+	return fs, out
+}
+
+func cmdMerge(args []string, stdout, stderr io.Writer) int {
+	fs, out := mergeFlags(stderr)
+	quiet := fs.BoolP("quiet", "q", false, "print nothing on stdout; errors still go to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return ExitPass
+		}
+		fmt.Fprintf(stderr, "tollgate merge: %v\nrun 'tollgate help merge' for the flags\n", err)
+		return ExitInvalid
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "tollgate merge: expected the shard reports (SHARD.json...)")
+		return ExitInvalid
+	}
+	if !out.any() {
+		fmt.Fprintln(stderr, "tollgate merge: nothing to write: give --json-out PATH (or another output)")
+		return ExitInvalid
+	}
+	inputs := map[string]string{}
+	for i, f := range fs.Args() {
+		inputs[fmt.Sprintf("shard report %d", i+1)] = f
+	}
+	if err := out.check(fs, inputs); err != nil {
+		fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
+		return ExitInvalid
+	}
+	var shards []*report.Report
+	for _, f := range fs.Args() {
+		r, err := report.ReadFile(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
+			return ExitInvalid
+		}
+		shards = append(shards, r)
+	}
+	merged, err := report.Merge(shards, fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
+		return ExitInvalid
+	}
+	dataStdout := stdout
+	if out.toStdout() {
+		stdout = stderr
+	}
+	if *quiet {
+		stdout = io.Discard
+	}
+	code := ExitPass
+	fmt.Fprintf(stdout, "merged %d shards of %s\n", len(shards), merged.Scenario.Name)
+	if err := text.Summary(stdout, merged); err != nil {
+		fmt.Fprintf(stderr, "tollgate merge: writing summary: %v\n", err)
+		code = ExitNotJudged
+	}
+	if err := out.write(merged, nil, dataStdout, stdout); err != nil {
+		fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
+		code = ExitNotJudged
+	}
+	for _, run := range view.FailedRuns(merged) {
+		fmt.Fprintf(stderr, "tollgate merge: run %s did not complete: %s\n", run.Name, run.Error)
+		code = ExitNotJudged
+	}
+	return code
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tollgate-dev/tollgate/engine/live"
+	"github.com/tollgate-dev/tollgate/scenarios"
+)
+
+// shardOptions are run's flags for one shard of a sharded run.
+type shardOptions struct {
+	shard     string
+	count     int
+	startAt   string
+	allPhases bool
+}
+
+func addShardFlags(fs *pflag.FlagSet, o *shardOptions) {
+	fs.StringVar(&o.shard, "shard", "", "run shard `I/N` of a sharded run: this process's share of every load phase (merge the N reports with tollgate merge); "+
+		"unset, $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is the index when a count is given")
+	fs.IntVar(&o.count, "shard-count", 0, "with $JOB_COMPLETION_INDEX: the number of shards `N` (else $TOLLGATE_SHARD_COUNT)")
+	fs.StringVar(&o.startAt, "start-at", "", "sharded: begin the first load point's schedule at `TIME` (RFC 3339) on every shard; a shard that gets there late says so")
+	fs.BoolVar(&o.allPhases, "shard-all-phases", false, "sharded: run the non-load phases (prefill, decode, prefix_cache, …) on every shard, not only shard 0")
+}
+
+// errShard is a --shard that does not name one shard of a run.
+var errShard = errors.New("invalid shard")
+
+// resolve returns the shard this process runs, nil when it is not sharded.
+func (o *shardOptions) resolve(lookup func(string) (string, bool), stderr io.Writer) (*live.Shard, error) {
+	var idx, n int
+	switch {
+	case o.shard != "":
+		is, ns, ok := strings.Cut(o.shard, "/")
+		i, err1 := strconv.Atoi(is)
+		c, err2 := strconv.Atoi(ns)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%w: --shard %q: want INDEX/COUNT, e.g. 0/4", errShard, o.shard)
+		}
+		idx, n = i, c
+	default:
+		ji, ok := lookup("JOB_COMPLETION_INDEX")
+		count := o.count
+		if count == 0 {
+			if v, ok := lookup("TOLLGATE_SHARD_COUNT"); ok && v != "" {
+				c, err := strconv.Atoi(v)
+				if err != nil {
+					return nil, fmt.Errorf("%w: TOLLGATE_SHARD_COUNT=%q is not a number", errShard, v)
+				}
+				count = c
+			}
+		}
+		if !ok || ji == "" {
+			if count != 0 {
+				return nil, fmt.Errorf("%w: a shard count (%d) but no index: give --shard I/N or set JOB_COMPLETION_INDEX", errShard, count)
+			}
+			if o.startAt != "" || o.allPhases {
+				return nil, fmt.Errorf("%w: --start-at and --shard-all-phases are for sharded runs: give --shard I/N", errShard)
+			}
+			return nil, nil
+		}
+		if count == 0 {
+			fmt.Fprintf(stderr, "warning: JOB_COMPLETION_INDEX=%s is set but no shard count (--shard-count or TOLLGATE_SHARD_COUNT): not sharded\n", ji)
+			return nil, nil
+		}
+		i, err := strconv.Atoi(ji)
+		if err != nil {
+			return nil, fmt.Errorf("%w: JOB_COMPLETION_INDEX=%q is not a number", errShard, ji)
+		}
+		idx, n = i, count
+	}
+	spec := fmt.Sprintf("%d/%d", idx, n)
+	switch {
+	case n < 1:
+		return nil, fmt.Errorf("%w: shard %s: the count must be at least 1", errShard, spec)
+	case idx < 0 || idx >= n:
+		return nil, fmt.Errorf("%w: shard %s: the index must be 0 to %d", errShard, spec, n-1)
+	}
+	sh := &live.Shard{Index: idx, Count: n, AllPhases: o.allPhases}
+	if o.startAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, o.startAt)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --start-at %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z: %w", errShard, o.startAt, err)
+		}
+		sh.StartAt = t
+	}
+	return sh, nil
+}
+
+// checkShardable refuses what cannot be split over the shard's count.
+func checkShardable(sc *scenarios.Scenario, sh *live.Shard, repeatRuns int) error {
+	if repeatRuns > 1 {
+		return fmt.Errorf("%w: --repeat-runs with --shard: repeat the sharded run instead", errShard)
+	}
+	if err := live.CheckShard(sc, sh.Count); err != nil {
+		return fmt.Errorf("%w: %w", errShard, err)
+	}
+	return nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
