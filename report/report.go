@@ -176,8 +176,10 @@ type Phase struct {
 	Points []*LoadPoint `json:"points,omitempty"`
 	// Capacity is a capacity phase's search and what it found.
 	Capacity *Capacity `json:"capacity,omitempty"`
-	// Stopped says why a sweep ended before its last point (stop_when_saturated).
-	Stopped string `json:"stopped,omitempty"`
+	// Stopped says why a sweep ended before its last point; with
+	// stop_when_saturated it is always there, "" when the sweep ran every
+	// point, so a gate may read it whatever the server did.
+	Stopped *string `json:"stopped,omitempty"`
 	// Dataset says where a phase's prompts came from (prompt.dataset).
 	Dataset *Dataset `json:"dataset,omitempty"`
 	// Trace is a trace phase's replay against its trace (trace.go).

@@ -231,8 +231,8 @@ phases:
 		t.Fatal(err)
 	}
 	sw := r.Phases["sweep"]
-	if len(sw.Points) != 2 || !strings.Contains(sw.Stopped, "rate 20/s: saturated") {
-		t.Errorf("sweep: %d points, stopped %q", len(sw.Points), sw.Stopped)
+	if len(sw.Points) != 2 || sw.Stopped == nil || !strings.Contains(*sw.Stopped, "rate 20/s: saturated") {
+		t.Errorf("sweep: %d points, stopped %v", len(sw.Points), sw.Stopped)
 	}
 	if s := sw.Points[0].Saturation; s == nil || len(*s) != 0 {
 		t.Errorf("2/s is served, yet signals %v", s)

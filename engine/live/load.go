@@ -120,6 +120,10 @@ const MaxLoadSamples = 100_000
 type loadKind struct{}
 
 func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
+	if p.StopWhenSaturated {
+		none := "" // every point ran, until one saturates
+		ph.Stopped = &none
+	}
 	type spec struct {
 		concurrency int
 		rate        float64
@@ -367,7 +371,8 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		ph.Points = append(ph.Points, lp)
 		if p.StopWhenSaturated {
 			if stop := saturatedPoint(lp, recs, res, sp.rate > 0); stop != "" && len(ph.Points) < len(specs) {
-				ph.Stopped = label + ": " + stop
+				why := label + ": " + stop
+				ph.Stopped = &why
 				break
 			}
 		}
