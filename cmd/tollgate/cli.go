@@ -412,25 +412,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	rep.Status, _ = gates.Verdict(verdict)
 
 	// Every output is attempted even when one fails: what was measured is
-	// kept wherever it can be. A report that fails its schema is an output
-	// failure (exit 3) even when no JSON file was asked for; --json-out
-	// then says so itself, and keeps it as PATH.invalid.json.
-	if _, err := report.Marshal(rep); err != nil {
-		verdict.OutputFailed = true
-		if o.out.path("json-out") == "" {
-			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-		}
-	}
-	if err := text.Summary(stdout, rep); err != nil {
-		fmt.Fprintf(stderr, "tollgate run: writing summary: %v\n", err)
-		verdict.OutputFailed = true
-	}
-	if err := o.out.write(rep, base, dataStdout, stdout); err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-		verdict.OutputFailed = true
-	}
-	if err := ciOutputs(rep, path, ciStdout); err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+	// kept wherever it can be.
+	if !writeOutputs("tollgate run", rep, base, o.out, path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout, err: stderr}) {
 		verdict.OutputFailed = true
 	}
 	if err := samples.close(); err != nil {
@@ -480,6 +463,38 @@ func runRepeated(ctx context.Context, sc *scenarios.Scenario, opts engine.Option
 			}
 		}
 	}
+}
+
+// outStreams are where a command's outputs go: the summary, outputs given
+// "-", GitHub workflow commands, and errors.
+type outStreams struct{ summary, data, ci, err io.Writer }
+
+// writeOutputs writes everything a judged report goes to (the summary,
+// every output flag, the CI step summary and annotations), attempting each
+// even when one fails, and reports whether all were written. A report that
+// fails its schema is an output failure even when no JSON file was asked
+// for; --json-out then says so itself, and keeps it as PATH.invalid.json.
+func writeOutputs(cmd string, rep, base *report.Report, out *outputs, scenarioFile string, w outStreams) bool {
+	ok := true
+	if _, err := report.Marshal(rep); err != nil {
+		ok = false
+		if out.path("json-out") == "" {
+			fmt.Fprintf(w.err, "%s: %v\n", cmd, err)
+		}
+	}
+	if err := text.Summary(w.summary, rep); err != nil {
+		fmt.Fprintf(w.err, "%s: writing summary: %v\n", cmd, err)
+		ok = false
+	}
+	if err := out.write(rep, base, w.data, w.summary); err != nil {
+		fmt.Fprintf(w.err, "%s: %v\n", cmd, err)
+		ok = false
+	}
+	if err := ciOutputs(rep, scenarioFile, w.ci); err != nil {
+		fmt.Fprintf(w.err, "%s: %v\n", cmd, err)
+		ok = false
+	}
+	return ok
 }
 
 // judge evaluates the gates over a finished run (unless interrupted or

@@ -12,7 +12,6 @@ import (
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
 
@@ -120,22 +119,7 @@ func cmdJudge(args []string, stdout, stderr io.Writer) int {
 		rep.Status = status
 	}
 
-	if _, err := report.Marshal(rep); err != nil {
-		verdict.OutputFailed = true
-		if o.out.path("json-out") == "" {
-			fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
-		}
-	}
-	if err := text.Summary(stdout, rep); err != nil {
-		fmt.Fprintf(stderr, "tollgate judge: writing summary: %v\n", err)
-		verdict.OutputFailed = true
-	}
-	if err := o.out.write(rep, base, dataStdout, stdout); err != nil {
-		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
-		verdict.OutputFailed = true
-	}
-	if err := ciOutputs(rep, path, ciStdout); err != nil {
-		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
+	if !writeOutputs("tollgate judge", rep, base, o.out, path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout, err: stderr}) {
 		verdict.OutputFailed = true
 	}
 	_, code := gates.Verdict(verdict)
