@@ -406,6 +406,14 @@ type RequestSample struct {
 	ReasoningTokens     *int     `json:"reasoning_tokens,omitempty"`
 	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
 	AnswerTokensPerS    *float64 `json:"answer_tokens_per_s,omitempty"`
+	// Retries are the request's retried 429/503 attempts (target retries);
+	// StaleConnectionRetries its sends repeated on a fresh connection.
+	Retries                int `json:"retries,omitempty"`
+	StaleConnectionRetries int `json:"stale_connection_retries,omitempty"`
+	// ITLMS are the gaps between the request's token events: in memory
+	// for aggregation (report.Metrics' itl_ms), never in the JSON (a
+	// long answer has hundreds).
+	ITLMS []float64 `json:"-"`
 }
 
 // Server timing sources.

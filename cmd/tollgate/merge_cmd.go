@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
@@ -66,7 +67,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		}
 		shards = append(shards, r)
 	}
-	merged, err := report.Merge(shards, fs.Args())
+	merged, err := fold.Merge(shards, fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
 		return ExitInvalid

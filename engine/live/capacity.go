@@ -10,9 +10,10 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
-	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // capacityKind searches the load (rate or concurrency) for the highest
@@ -252,11 +253,11 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 	} else {
 		plan.Concurrency = int(v)
 	}
-	agg := newAggregator()
-	queue := stats.New()
+	// Probes are not shards' figures: no histograms kept.
+	pt := fold.NewPoint(fold.Options{PromptTolerance: openai.CalibrationTolerance}, p.SLO.Limits)
 	var mu sync.Mutex
 	var recs []record
-	good, unfinished := 0, 0
+	unfinished := 0
 	var start time.Time
 	var startOnce sync.Once
 	pctx, stopSending := context.WithCancel(ctx)
@@ -331,11 +332,8 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 			unfinished++
 			return
 		}
-		agg.add(out, requestName(p.Name, fmt.Sprintf("probe %g", v), i))
-		_ = queue.Add(float64(sent.Sub(scheduled).Nanoseconds()) / 1e6)
-		if out.Err == nil && goodRequest(out.Metrics, p.SLO.Limits) {
-			good++
-		}
+		smp := sampleOf(out, 0, p.Name, "", i, 0)
+		pt.Add(fold.Request{Sample: &smp, Name: requestName(p.Name, fmt.Sprintf("probe %g", v), i), Scheduled: scheduled, Sent: sent, End: end})
 	})
 	stopSending()
 	<-watchDone
@@ -354,7 +352,8 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 		from, to, end = start, start.Add(2*time.Millisecond), start.Add(2*time.Millisecond)
 	}
 	pr.DurationS = to.Sub(from).Seconds()
-	m := agg.metrics()
+	lp := pt.Close(false)
+	m, good := lp.ServingMetrics, pt.Good()
 	pr.Requests, pr.Succeeded, pr.Unfinished = m.Requests+unfinished, m.Succeeded, unfinished
 	if secs := to.Sub(from).Seconds(); secs > 0 {
 		served := 0
@@ -377,7 +376,7 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 	if data, err := json.Marshal(m); err == nil {
 		_ = json.Unmarshal(data, &doc)
 	}
-	qs := report.StatFrom(queue)
+	qs := lp.QueueMS
 	pass := true
 	for _, o := range c.Objectives {
 		var val *float64

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -90,10 +91,9 @@ func (f *fixedPlan) Len() int { return len(f.steps) }
 // folded is a sequential phase's results: all requests, and per point in
 // first-seen order.
 type folded struct {
-	all     *aggregator
-	points  map[string]*aggregator
-	order   []string
-	samples []report.RequestSample
+	rec    *recorder
+	points map[string]*fold.Slice
+	order  []string
 }
 
 // point returns the named point's aggregate (nil when none ran).
@@ -102,61 +102,41 @@ func (f *folded) point(name string) *report.Point {
 	if a == nil {
 		return nil
 	}
-	return &report.Point{ServingMetrics: a.metrics()}
+	return &report.Point{ServingMetrics: a.Close()}
 }
 
 // sequential sends a plan's requests one after another and folds them. It
 // stops at an interrupt or when the phase's error budget is certainly spent;
 // the error says why, and the fold holds what was measured.
 func (r *runner) sequential(ctx context.Context, p *scenarios.Phase, plan Plan) (*folded, error) {
-	budget := newErrorBudget(p, plan.Len())
-	f := &folded{all: r.newAggregator(), points: map[string]*aggregator{}}
+	f := &folded{rec: r.newRecorder(p, plan.Len()), points: map[string]*fold.Slice{}}
 	phaseStart := time.Now()
 	var prev *outcome
-	var lastErr *measure.Error
 	for {
 		s, ok := plan.Next(prev)
 		if !ok {
-			if budget.over(f.all.errCount, f.all.requests) {
-				return f, budget.err("", f.all.errCount, f.all.requests, lastErr)
-			}
-			return f, nil
+			return f, f.rec.overErr("")
 		}
 		if err := ctx.Err(); err != nil {
 			return f, err
 		}
 		startMS := float64(time.Since(phaseStart).Microseconds()) / 1000
 		res, retries := r.stream(r.hard, s.req)
-		if res.Err != nil && res.Err.Class == measure.ClassCanceled && ctx.Err() != nil {
+		if canceledByUs(res, ctx.Err()) {
 			return f, ctx.Err()
 		}
-		f.all.retries += retries
-		name := requestName(p.Name, s.point, s.index)
-		f.all.add(res, name)
+		var into []func(*report.RequestSample, string)
 		if s.point != "" {
 			a, ok := f.points[s.point]
 			if !ok {
-				a = r.newAggregator()
+				a = r.newSlice()
 				f.points[s.point] = a
 				f.order = append(f.order, s.point)
 			}
-			a.retries += retries
-			a.add(res, name)
+			into = append(into, intoSlice(a))
 		}
-		if r.opts.Samples || r.opts.SampleSink != nil {
-			smp := sampleOf(res, p.Name, s.point, s.index, startMS)
-			if r.opts.Samples {
-				f.samples = append(f.samples, smp)
-			}
-			if r.opts.SampleSink != nil {
-				r.opts.SampleSink(smp)
-			}
-		}
-		if res.Err != nil {
-			lastErr = res.Err
-			if budget.spent(f.all.errCount, f.all.requests) {
-				return f, budget.err("", f.all.errCount, f.all.requests, res.Err)
-			}
+		if _, spent := f.rec.record(entry{res: res, retries: retries, point: s.point, index: s.index, startMS: startMS}, into...); spent {
+			return f, f.rec.spentErr("")
 		}
 		prev = &outcome{step: s, res: res}
 	}
@@ -165,11 +145,8 @@ func (r *runner) sequential(ctx context.Context, p *scenarios.Phase, plan Plan) 
 // measured lays out what every measured sequential phase shows: the
 // phase's metrics, its warnings and, when asked, its samples.
 func (r *runner) measured(f *folded, ph *report.Phase) {
-	ph.ServingMetrics = f.all.metrics()
+	f.rec.close(ph)
 	ph.Warnings = append(ph.Warnings, r.warnings...)
-	if r.opts.Samples && f.samples != nil {
-		ph.Samples = f.samples
-	}
 }
 
 // minJudged is how many requests a phase of unknown length sends before its

@@ -1,12 +1,10 @@
 package live
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +13,8 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
-	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // Progress is a live view of a running phase, for a progress line.
@@ -27,53 +25,6 @@ type Progress struct {
 	Errors            int
 	Elapsed           time.Duration
 	TTFTP50MS         *float64
-}
-
-// point is the state of one load point while it runs; jobs update it
-// concurrently under mu.
-type point struct {
-	mu         sync.Mutex
-	agg        *aggregator
-	queue      *stats.Histogram
-	e2eSumMS   float64
-	promptSum  float64
-	outputSum  float64
-	good       int
-	slo        map[string]float64
-	firstStart time.Time
-	lastEnd    time.Time
-}
-
-// goodRequest reports whether a successful request met every SLO limit.
-func goodRequest(m measure.Metrics, slo map[string]float64) bool {
-	for k, limit := range slo {
-		var v *float64
-		switch k {
-		case "ttft_ms":
-			v = m.TTFTMs
-		case "tpot_ms":
-			v = m.TPOTMs
-		case "ttfb_ms":
-			v = m.TTFBMs
-		case "e2e_ms":
-			e := m.E2EMs
-			v = &e
-		case "itl_max_ms":
-			if len(m.ITLMs) > 0 {
-				mx := 0.0
-				for _, x := range m.ITLMs {
-					mx = math.Max(mx, x)
-				}
-				v = &mx
-			}
-		}
-		// A metric the request does not have (a 1-token answer has no
-		// TPOT) cannot be held against it.
-		if v != nil && *v > limit {
-			return false
-		}
-	}
-	return true
 }
 
 // fileSlack is the open files a run needs besides one socket per request in
@@ -124,25 +75,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 		none := "" // every point ran, until one saturates
 		ph.Stopped = &none
 	}
-	type spec struct {
-		concurrency int
-		rate        float64
-	}
-	var specs []spec
-	switch {
-	case len(p.Sweep.Concurrency) > 0:
-		for _, c := range p.Sweep.Concurrency {
-			specs = append(specs, spec{concurrency: c})
-		}
-	case len(p.Sweep.Rate) > 0:
-		for _, rt := range p.Sweep.Rate {
-			specs = append(specs, spec{rate: rt})
-		}
-	case p.Concurrency > 0:
-		specs = []spec{{concurrency: p.Concurrency}}
-	default:
-		specs = []spec{{rate: p.Rate}}
-	}
+	specs := loadSpecs(p)
 	limit := r.opts.OpenFileLimit
 	if limit == nil {
 		limit = processFileLimit
@@ -159,164 +92,20 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	if err != nil {
 		return err
 	}
-	all := r.newAggregator()
-	var allMu sync.Mutex
 	// With report.samples on, a load phase keeps its requests like every
 	// other phase (point by point, in index order): the CSV and the HTML
 	// CDFs read them. Aggregates stay bounded either way; a long soak
 	// turns report.samples off and streams --samples-out instead.
-	var kept []report.RequestSample
-	var keptAll, dropped atomic.Int64 // across points; keptAll bounds kept
-	maxKept := int64(r.opts.MaxLoadSamples)
-	if maxKept <= 0 {
-		maxKept = MaxLoadSamples
-	}
-	if r.opts.Samples {
-		defer func() {
-			if ph.ServingMetrics != nil && kept != nil {
-				ph.Samples = kept
-			}
-			if n := dropped.Load(); n > 0 && ph.ServingMetrics != nil {
-				ph.Warnings = append(ph.Warnings, fmt.Sprintf("samples: the report keeps the first %d request samples of a load phase; "+
-					"%d more went only to --samples-out (give it, or report.samples: false, for long runs)", maxKept, n))
-			}
-		}()
-	}
+	rec := r.newRecorder(p, 0)
+	rec.byPoint = true
+	defer rec.close(ph)
 	next := 0 // global request index across points, so no two requests share a prompt
 	for _, sp := range specs {
-		lp := &report.LoadPoint{Concurrency: sp.concurrency, Rate: sp.rate}
-		st := &point{agg: r.newAggregator(), slo: p.SLO.Limits, queue: stats.New()}
-		plan := load.Plan{Concurrency: sp.concurrency, MaxRequests: p.Requests.Count, Duration: p.Duration.Duration,
-			RampUp: p.RampUp.Duration, MaxInFlight: p.MaxInFlight}
-		label := fmt.Sprintf("concurrency %d", sp.concurrency)
-		if sp.rate > 0 {
-			plan.Schedule, err = load.NewSchedule(sp.rate, p.Arrival, p.Burstiness, p.RampUp.Duration, r.scheduleSeed(p)+int64(next))
-			if err != nil {
-				return err
-			}
-			label = fmt.Sprintf("rate %g/s", sp.rate)
-		}
-		plan = r.opts.Shard.plan(plan) // this shard's share (sharded runs)
-		budget := newErrorBudget(p, p.Requests.Count)
-		var lastErr *measure.Error
-		pctx, cancel := context.WithCancel(ctx)
-		// Jobs run on the grace context, so an interrupt stops sending at
-		// once but lets requests in flight finish; the error budget stops both.
-		jobCtx, cancelJobs := context.WithCancel(r.hard)
-		var stopErr error
-		var stopOnce sync.Once
-		var inflight int64
-		// Requests holding a connection, counted apart from those sent: a
-		// request over the open-file limit fails to connect and was never in
-		// flight at the server (24,000 were reported where ~20,000 sockets
-		// could exist).
-		var held, peakHeld int64
 		base := next
-		done := 0
-		var pointKept []report.RequestSample // under st.mu
-		var recs []record                    // under st.mu; for stop_when_saturated
-		started := time.Now()
-		if !plan.Start.IsZero() {
-			started = plan.Start
+		lp, recs, res, stopErr, err := r.loadPoint(ctx, p, rec, sp, prompts, base)
+		if err != nil {
+			return err
 		}
-		tick := r.progressTicker(pctx, func() Progress {
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			pr := Progress{Phase: p.Name, Point: label, Done: done, Total: p.Requests.Count, InFlight: inflight, Errors: st.agg.errCount, Elapsed: time.Since(started)}
-			if st.agg.ttft.Count() > 0 {
-				pr.TTFTP50MS = report.F(st.agg.ttft.Quantile(50))
-			}
-			return pr
-		})
-		res := r.send.execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
-			jctx := jobCtx
-			i = r.opts.Shard.global(i) // the whole run's index of this request
-			idx := base + i
-			req := prompts(idx)
-			var connected atomic.Bool
-			req.Connected = func() {
-				if connected.Swap(true) {
-					return
-				}
-				st.mu.Lock()
-				held++
-				peakHeld = max(peakHeld, held)
-				st.mu.Unlock()
-			}
-			st.mu.Lock()
-			inflight++
-			st.mu.Unlock()
-			out, retries := r.stream(jctx, req)
-			end := time.Now()
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			inflight--
-			if connected.Load() {
-				held--
-			}
-			done++
-			if out.Err != nil && out.Err.Class == measure.ClassCanceled && jobCtx.Err() != nil {
-				return // stopped by us or the user: not the server's error
-			}
-			name := requestName(p.Name, label, i)
-			st.agg.retries += retries
-			allMu.Lock()
-			all.retries += retries
-			allMu.Unlock()
-			st.agg.add(out, name)
-			allMu.Lock()
-			all.add(out, name)
-			allMu.Unlock()
-			_ = st.queue.Add(float64(sent.Sub(scheduled).Nanoseconds()) / 1e6)
-			if p.StopWhenSaturated {
-				recs = append(recs, record{scheduled: scheduled, sent: sent, end: end, ttftMS: out.TTFTMs, ok: out.Err == nil})
-			}
-			if st.firstStart.IsZero() || sent.Before(st.firstStart) {
-				st.firstStart = sent
-			}
-			if end.After(st.lastEnd) {
-				st.lastEnd = end
-			}
-			// Time in flight counts for every request, failed ones included.
-			st.e2eSumMS += out.E2EMs
-			if out.Err == nil {
-				if out.PromptTokens != nil {
-					st.promptSum += float64(*out.PromptTokens)
-				}
-				if out.CompletionTokens != nil {
-					st.outputSum += float64(*out.CompletionTokens)
-				}
-				if goodRequest(out.Metrics, st.slo) {
-					st.good++
-				}
-			}
-			if r.opts.Samples || r.opts.SampleSink != nil {
-				smp := sampleOf(out, p.Name, label, i, float64(sent.Sub(started).Microseconds())/1000)
-				if r.opts.Samples {
-					if keptAll.Add(1) <= maxKept {
-						pointKept = append(pointKept, smp)
-					} else {
-						dropped.Add(1)
-					}
-				}
-				if r.opts.SampleSink != nil {
-					r.opts.SampleSink(smp)
-				}
-			}
-			if out.Err != nil {
-				lastErr = out.Err
-				if budget.spent(st.agg.errCount, st.agg.requests) {
-					stopOnce.Do(func() {
-						stopErr = budget.err(label, st.agg.errCount, st.agg.requests, out.Err)
-						cancel()
-						cancelJobs()
-					})
-				}
-			}
-		})
-		cancel()
-		cancelJobs()
-		tick()
 		next += res.Sent
 		if sh := r.opts.Shard; sh != nil {
 			// Every shard advances past the whole point, so the next point's
@@ -326,67 +115,164 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 				next = base + p.Requests.Count
 			}
 		}
-		// Requests complete out of order; the report keeps them by index.
-		slices.SortFunc(pointKept, func(a, b report.RequestSample) int { return cmp.Compare(a.Index, b.Index) })
-		kept = append(kept, pointKept...)
-		// The jobs are done: what the early stop did not judge is judged now.
-		if stopErr == nil && ctx.Err() == nil && budget.over(st.agg.errCount, st.agg.requests) {
-			stopErr = budget.err(label, st.agg.errCount, st.agg.requests, lastErr)
-		}
-
-		lp.ServingMetrics = st.agg.metrics()
-		lp.QueueMS = report.StatFrom(st.queue)
-		// The executor's count stands only where no job ran (the shape).
-		lp.PeakInFlight = res.PeakInFlight
-		if done > 0 {
-			lp.PeakInFlight = peakHeld
-		}
-		if !st.firstStart.IsZero() {
-			dur := st.lastEnd.Sub(st.firstStart).Seconds()
-			lp.DurationS = dur
-			if window := res.LastSend.Sub(res.Start).Seconds(); window > 0 && res.Sent > 1 {
-				// n sends span n−1 gaps.
-				lp.AchievedRatePerS = report.F(float64(res.Sent-1) / window)
-			}
-			if dur > 0 {
-				lp.RequestThroughputPerS = report.F(float64(lp.Succeeded) / dur)
-				lp.OutputTokensPerS = report.F(st.outputSum / dur)
-				lp.TotalTokensPerS = report.F((st.promptSum + st.outputSum) / dur)
-				lp.AchievedConcurrency = report.F(st.e2eSumMS / 1000 / dur)
-			}
-			if len(st.slo) > 0 {
-				g := &report.Goodput{SLO: st.slo, GoodRequests: st.good}
-				if dur > 0 {
-					g.GoodRequestsPerS = report.F(float64(st.good) / dur)
-				}
-				if lp.Requests > 0 {
-					g.AttainedPct = report.F(100 * float64(st.good) / float64(lp.Requests))
-				}
-				lp.Goodput = g
-			}
-		}
-		if r.opts.Shard != nil {
-			r.shardPoint(lp, st, res, p.Name, label, sp.rate)
-		}
 		ph.Points = append(ph.Points, lp)
 		if p.StopWhenSaturated {
 			if stop := saturatedPoint(lp, recs, res, sp.rate > 0); stop != "" && len(ph.Points) < len(specs) {
-				why := label + ": " + stop
+				why := sp.label() + ": " + stop
 				ph.Stopped = &why
 				break
 			}
 		}
 		if stopErr != nil {
-			ph.ServingMetrics = all.metrics()
 			return stopErr
 		}
 		if err := ctx.Err(); err != nil {
-			ph.ServingMetrics = all.metrics()
 			return err
 		}
 	}
-	ph.ServingMetrics = all.metrics()
 	return nil
+}
+
+// loadSpec is one point of a load phase: a concurrency or a rate.
+type loadSpec struct {
+	concurrency int
+	rate        float64
+}
+
+func (sp loadSpec) label() string {
+	if sp.rate > 0 {
+		return fmt.Sprintf("rate %g/s", sp.rate)
+	}
+	return fmt.Sprintf("concurrency %d", sp.concurrency)
+}
+
+// loadSpecs are a load phase's points: one, or one per sweep value.
+func loadSpecs(p *scenarios.Phase) []loadSpec {
+	var specs []loadSpec
+	switch {
+	case len(p.Sweep.Concurrency) > 0:
+		for _, c := range p.Sweep.Concurrency {
+			specs = append(specs, loadSpec{concurrency: c})
+		}
+	case len(p.Sweep.Rate) > 0:
+		for _, rt := range p.Sweep.Rate {
+			specs = append(specs, loadSpec{rate: rt})
+		}
+	case p.Concurrency > 0:
+		specs = []loadSpec{{concurrency: p.Concurrency}}
+	default:
+		specs = []loadSpec{{rate: p.Rate}}
+	}
+	return specs
+}
+
+// loadPoint runs one point of a load phase from global request index base
+// and folds it. stopErr is set when the point's error budget was spent
+// (the phase stops after laying out the point); err when it could not run.
+func (r *runner) loadPoint(ctx context.Context, p *scenarios.Phase, rec *recorder, sp loadSpec, prompts func(int) measure.Request, base int) (
+	lp *report.LoadPoint, recs []record, res load.Result, stopErr, err error) {
+	label := sp.label()
+	plan := load.Plan{Concurrency: sp.concurrency, MaxRequests: p.Requests.Count, Duration: p.Duration.Duration,
+		RampUp: p.RampUp.Duration, MaxInFlight: p.MaxInFlight}
+	if sp.rate > 0 {
+		plan.Schedule, err = load.NewSchedule(sp.rate, p.Arrival, p.Burstiness, p.RampUp.Duration, r.scheduleSeed(p)+int64(base))
+		if err != nil {
+			return nil, nil, load.Result{}, nil, err
+		}
+	}
+	plan = r.opts.Shard.plan(plan) // this shard's share (sharded runs)
+	pt := fold.NewPoint(r.foldOptions(), p.SLO.Limits)
+	// The point's own error budget.
+	budget := newErrorBudget(p, p.Requests.Count)
+	var lastErr *measure.Error
+	pctx, cancel := context.WithCancel(ctx)
+	// Jobs run on the grace context, so an interrupt stops sending at
+	// once but lets requests in flight finish; the error budget stops both.
+	jobCtx, cancelJobs := context.WithCancel(r.hard)
+	var stopOnce sync.Once
+	var mu sync.Mutex // guards what follows and pt
+	var inflight int64
+	// Requests holding a connection, counted apart from those sent: a
+	// request over the open-file limit fails to connect and was never in
+	// flight at the server (24,000 were reported where ~20,000 sockets
+	// could exist).
+	var held, peakHeld int64
+	done := 0
+	started := time.Now()
+	if !plan.Start.IsZero() {
+		started = plan.Start
+	}
+	tick := r.progressTicker(pctx, func() Progress {
+		mu.Lock()
+		defer mu.Unlock()
+		return Progress{Phase: p.Name, Point: label, Done: done, Total: p.Requests.Count, InFlight: inflight, Errors: pt.Errors(),
+			Elapsed: time.Since(started), TTFTP50MS: ttftP50(pt.Slice)}
+	})
+	res = r.send.execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
+		i = r.opts.Shard.global(i) // the whole run's index of this request
+		req := prompts(base + i)
+		var connected atomic.Bool
+		req.Connected = func() {
+			if connected.Swap(true) {
+				return
+			}
+			mu.Lock()
+			held++
+			peakHeld = max(peakHeld, held)
+			mu.Unlock()
+		}
+		mu.Lock()
+		inflight++
+		mu.Unlock()
+		out, retries := r.stream(jobCtx, req)
+		end := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		inflight--
+		if connected.Load() {
+			held--
+		}
+		done++
+		if canceledByUs(out, jobCtx.Err()) {
+			return // stopped by us or the user: not the server's error
+		}
+		e := entry{res: out, retries: retries, point: label, index: i, startMS: float64(sent.Sub(started).Microseconds()) / 1000}
+		rec.record(e, func(smp *report.RequestSample, name string) {
+			pt.Add(fold.Request{Sample: smp, Name: name, Scheduled: scheduled, Sent: sent, End: end})
+		})
+		if p.StopWhenSaturated {
+			recs = append(recs, record{scheduled: scheduled, sent: sent, end: end, ttftMS: out.TTFTMs, ok: out.Err == nil})
+		}
+		if out.Err != nil {
+			lastErr = out.Err
+			if budget.spent(pt.Errors(), pt.Requests()) {
+				stopOnce.Do(func() {
+					stopErr = budget.err(label, pt.Errors(), pt.Requests(), out.Err)
+					cancel()
+					cancelJobs()
+				})
+			}
+		}
+	})
+	cancel()
+	cancelJobs()
+	tick()
+	// The jobs are done: what the early stop did not judge is judged now.
+	if stopErr == nil && ctx.Err() == nil && budget.over(pt.Errors(), pt.Requests()) {
+		stopErr = budget.err(label, pt.Errors(), pt.Requests(), lastErr)
+	}
+	pt.Sent(res.Sent, res.LastSend)
+	// The executor's count stands only where no job ran (the shape).
+	pt.Peak(res.PeakInFlight)
+	if done > 0 {
+		pt.Peak(peakHeld)
+	}
+	lp = pt.Close(r.opts.Shard != nil)
+	lp.Concurrency, lp.Rate = sp.concurrency, sp.rate
+	if r.opts.Shard != nil {
+		r.shardPoint(lp, p.Name, label, sp.rate)
+	}
+	return lp, recs, res, stopErr, nil
 }
 
 // loadPrompts returns the request for global index i. Synthetic prompts

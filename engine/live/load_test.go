@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
 	"github.com/tollgate-dev/tollgate/report"
 )
@@ -107,29 +106,6 @@ phases:
 	}
 	if r.Phases["load"].Requests != 2*requests {
 		t.Errorf("phase total %d, want %d over both points", r.Phases["load"].Requests, 2*requests)
-	}
-}
-
-func TestGoodRequest(t *testing.T) {
-	f := func(v float64) *float64 { return &v }
-	m := openai.Metrics{TTFTMs: f(120), TPOTMs: f(30), E2EMs: 900, ITLMs: []float64{20, 45, 30}}
-	for _, tc := range []struct {
-		name string
-		slo  map[string]float64
-		want bool
-	}{
-		{name: "within all", slo: map[string]float64{"ttft_ms": 200, "tpot_ms": 50, "e2e_ms": 1000, "itl_max_ms": 50}, want: true},
-		{name: "ttft over", slo: map[string]float64{"ttft_ms": 100}, want: false},
-		{name: "limit is inclusive", slo: map[string]float64{"ttft_ms": 120}, want: true},
-		{name: "itl max over", slo: map[string]float64{"itl_max_ms": 40}, want: false},
-		{name: "e2e over", slo: map[string]float64{"e2e_ms": 899}, want: false},
-		{name: "metric the request lacks is not held against it", slo: map[string]float64{"ttfb_ms": 1}, want: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := goodRequest(m, tc.slo); got != tc.want {
-				t.Errorf("good = %v, want %v", got, tc.want)
-			}
-		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -44,14 +45,11 @@ func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, p
 // prefixCacheFindings fills the speedups and warns when cached_tokens shows
 // no reuse, so a cold or evicted cache is never mistaken for a slow one.
 func prefixCacheFindings(ph *report.Phase) {
-	fresh := ph.Variants[report.VariantFresh]
+	fold.Speedups(ph.Variants)
 	for _, name := range []string{report.VariantIdentical, report.VariantSmallSuffix} {
 		v := ph.Variants[name]
 		if v == nil {
 			continue
-		}
-		if fresh != nil && fresh.TTFTMS.P50 != nil && v.TTFTMS.P50 != nil && *v.TTFTMS.P50 > 0 {
-			v.Speedup = report.F(*fresh.TTFTMS.P50 / *v.TTFTMS.P50)
 		}
 		var w string
 		switch {

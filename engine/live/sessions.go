@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/stats"
 )
@@ -74,30 +75,21 @@ func shapeReply(req measure.Request) *measure.Reply {
 type conversation struct {
 	r      *runner
 	p      *scenarios.Phase
+	rec    *recorder
 	mu     sync.Mutex
-	all    *aggregator
-	byStep map[int]*aggregator
-	budget errorBudget
+	byStep map[int]*fold.Slice
 	// stop cancels the phase when its error budget is spent.
 	stop    func(error)
 	stopErr error
-	lastErr *measure.Error
-	samples []report.RequestSample
-	dropped int
 	start   time.Time
 	words   int // per user message (or task prompt)
 }
-
-// maxConversationSamples bounds the samples a conversation phase keeps in
-// the report, as for load phases.
-const maxConversationSamples = MaxLoadSamples
 
 // newConversation sizes user messages by one calibration of the server's
 // tokens per word (unless the phase says not to calibrate), as load does.
 func (r *runner) newConversation(ctx context.Context, p *scenarios.Phase, ph *report.Phase, planned int) (*conversation, error) {
 	size := p.PromptTokens[0]
-	c := &conversation{r: r, p: p, all: newAggregator(), byStep: map[int]*aggregator{}, budget: newErrorBudget(p, planned),
-		words: max(1, size*3/4)}
+	c := &conversation{r: r, p: p, rec: r.newRecorder(p, planned), byStep: map[int]*fold.Slice{}, words: max(1, size*3/4)}
 	cal, err := r.send.calibrate(ctx, size, r.seed(p), measure.CalibrateOptions{Model: r.model, Index: 9_000_000})
 	if err != nil && cal.Words == 0 {
 		// A server that cannot count tokens still converses: messages are
@@ -119,40 +111,25 @@ func (r *runner) newConversation(ctx context.Context, p *scenarios.Phase, ph *re
 func (c *conversation) send(ctx context.Context, req measure.Request, label string, step, index int) measure.Result {
 	startMS := float64(time.Since(c.start).Microseconds()) / 1000
 	res, retries := c.r.stream(ctx, req)
-	if res.Err != nil && res.Err.Class == measure.ClassCanceled && ctx.Err() != nil {
-		return res // stopped by us or the user: not the server's error
+	if canceledByUs(res, ctx.Err()) {
+		return res
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	name := fmt.Sprintf("%s %s %d %s %d", c.p.Name, label, index, stepWord(c.p), step)
+	c.mu.Lock()
 	a := c.byStep[step]
 	if a == nil {
-		a = newAggregator()
+		a = c.r.newSlice()
 		c.byStep[step] = a
 	}
-	c.all.retries += retries
-	a.retries += retries
-	c.all.add(res, name)
-	a.add(res, name)
-	if c.r.opts.Samples || c.r.opts.SampleSink != nil {
-		smp := sampleOf(res, c.p.Name, stepWord(c.p)+" "+strconv.Itoa(step), index, startMS)
-		if c.r.opts.Samples {
-			if len(c.samples) < maxConversationSamples {
-				c.samples = append(c.samples, smp)
-			} else {
-				c.dropped++
-			}
-		}
-		if c.r.opts.SampleSink != nil {
-			c.r.opts.SampleSink(smp)
-		}
-	}
-	if res.Err != nil {
-		c.lastErr = res.Err
-		if c.stopErr == nil && c.budget.spent(c.all.errCount, c.all.requests) {
-			c.stopErr = c.budget.err("", c.all.errCount, c.all.requests, res.Err)
+	c.mu.Unlock()
+	e := entry{res: res, retries: retries, point: stepWord(c.p) + " " + strconv.Itoa(step), index: index, startMS: startMS, name: name}
+	if _, spent := c.rec.record(e, intoSlice(a)); spent {
+		c.mu.Lock()
+		if c.stopErr == nil {
+			c.stopErr = c.rec.spentErr("")
 			c.stop(c.stopErr)
 		}
+		c.mu.Unlock()
 	}
 	return res
 }
@@ -187,31 +164,22 @@ func (c *conversation) run(ctx context.Context, ph *report.Phase, job func(ctx c
 	r.send.execute(pctx, plan, func(_ context.Context, i int, _, _ time.Time) { job(jobCtx, i) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ph.ServingMetrics = c.all.metrics()
+	c.rec.close(ph)
 	ph.Warnings = append(ph.Warnings, r.warnings...)
-	if r.opts.Samples && c.samples != nil {
-		ph.Samples = c.samples
-		if c.dropped > 0 {
-			ph.Warnings = append(ph.Warnings, fmt.Sprintf("samples: the report keeps the first %d request samples of a %s phase; %d more went only to --samples-out", maxConversationSamples, p.Kind, c.dropped))
-		}
-	}
 	if c.stopErr != nil {
 		return c.stopErr
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if c.budget.over(c.all.errCount, c.all.requests) {
-		return c.budget.err("", c.all.errCount, c.all.requests, c.lastErr)
-	}
-	return nil
+	return c.rec.overErr("")
 }
 
 // steps lays out the per-step aggregates under "1", "2", … in a map.
 func (c *conversation) steps() map[string]*report.Point {
 	out := map[string]*report.Point{}
 	for step, a := range c.byStep {
-		out[strconv.Itoa(step)] = &report.Point{ServingMetrics: a.metrics()}
+		out[strconv.Itoa(step)] = &report.Point{ServingMetrics: a.Close()}
 	}
 	return out
 }

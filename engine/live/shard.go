@@ -248,22 +248,11 @@ func ClockOffset(ctx context.Context, c *http.Client, url string, budget time.Du
 	return float64(server.Sub(mid).Microseconds()) / 1000, 500 + float64(first.got.Sub(first.sent).Microseconds())/2000, nil
 }
 
-// newAggregator is an aggregator that keeps its histograms in the report
-// when the run is a shard, so the shards merge exactly.
-func (r *runner) newAggregator() *aggregator {
-	a := newAggregator()
-	a.dists = r.opts.Shard != nil
-	return a
-}
-
-// shardPoint records a shard's load point: its window and sums for the
-// merge, its requested and achieved rate for the shard's own record.
-func (r *runner) shardPoint(lp *report.LoadPoint, st *point, res load.Result, phase, label string, rate float64) {
+// shardPoint records a shard's load point (its window is kept by the fold):
+// its share of the rate or concurrency, and its requested and achieved rate
+// for the shard's own record.
+func (r *runner) shardPoint(lp *report.LoadPoint, phase, label string, rate float64) {
 	sh := r.opts.Shard
-	lp.QueueMS = report.StatWithHistogram(st.queue)
-	if !st.firstStart.IsZero() {
-		lp.Window = &report.Window{FirstSend: st.firstStart.UTC(), LastSend: res.LastSend.UTC(), LastEnd: st.lastEnd.UTC(), Sent: res.Sent, E2ESumMS: st.e2eSumMS}
-	}
 	sr := report.ShardRate{Run: r.run.Name, Phase: phase, Point: label, Requests: lp.Requests, AchievedRatePerS: lp.AchievedRatePerS}
 	if rate > 0 {
 		// Every Count-th arrival of a schedule at rate is rate/Count.

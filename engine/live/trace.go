@@ -1,12 +1,10 @@
 package live
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,8 +13,8 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/workload"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
-	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // maxSeenHashIDs bounds the hash ids a replay remembers to work out the
@@ -212,31 +210,23 @@ func (traceKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 		maxIn = 4096
 	}
 	plan := load.Plan{Schedule: sched, MaxRequests: info.Requests, MaxInFlight: maxIn}
-	st := &point{agg: newAggregator(), queue: stats.New()}
+	pt := fold.NewPoint(r.foldOptions(), nil)
+	rec := r.newRecorder(p, info.Requests)
+	rec.byPoint = true
+	var mu sync.Mutex // guards what follows and pt
 	var cachedSum, promptSum, inSum, outSum int64
 	jobCtx, cancelJobs := context.WithCancel(r.hard)
 	defer cancelJobs()
-	budget := newErrorBudget(p, info.Requests)
 	var stopErr error
-	var lastErr *measure.Error
-	var kept []report.RequestSample
-	maxKept := r.opts.MaxLoadSamples
-	if maxKept <= 0 {
-		maxKept = MaxLoadSamples
-	}
-	dropped := 0
 	done := 0
 	var inflight int64
 	started := time.Now()
 	label := "replay"
 	tick := r.progressTicker(pctx, func() Progress {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		pr := Progress{Phase: p.Name, Point: label, Done: done, Total: info.Requests, InFlight: inflight, Errors: st.agg.errCount, Elapsed: time.Since(started)}
-		if st.agg.ttft.Count() > 0 {
-			pr.TTFTP50MS = report.F(st.agg.ttft.Quantile(50))
-		}
-		return pr
+		mu.Lock()
+		defer mu.Unlock()
+		return Progress{Phase: p.Name, Point: label, Done: done, Total: info.Requests, InFlight: inflight, Errors: pt.Errors(),
+			Elapsed: time.Since(started), TTFTP50MS: ttftP50(pt.Slice)}
 	})
 	res := r.send.execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
 		tr, ok := sched.take(i)
@@ -247,71 +237,47 @@ func (traceKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 			e := workload.Entry{InputTokens: 1, OutputTokens: 1, HashIDs: []int64{1}}
 			tr = tracedRequest{req: build(i, e), entry: e}
 		}
-		st.mu.Lock()
+		mu.Lock()
 		inflight++
-		st.mu.Unlock()
+		mu.Unlock()
 		out, retries := r.stream(jobCtx, tr.req)
 		end := time.Now()
-		st.mu.Lock()
-		defer st.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
 		inflight--
 		done++
-		if out.Err != nil && out.Err.Class == measure.ClassCanceled && jobCtx.Err() != nil {
+		if canceledByUs(out, jobCtx.Err()) {
 			return
 		}
-		st.agg.retries += retries
-		st.agg.add(out, requestName(p.Name, "", i))
-		_ = st.queue.Add(float64(sent.Sub(scheduled).Nanoseconds()) / 1e6)
-		if st.firstStart.IsZero() || sent.Before(st.firstStart) {
-			st.firstStart = sent
-		}
-		if end.After(st.lastEnd) {
-			st.lastEnd = end
-		}
+		e := entry{res: out, retries: retries, index: i, startMS: float64(sent.Sub(started).Microseconds()) / 1000}
+		_, spent := rec.record(e, func(smp *report.RequestSample, name string) {
+			pt.Add(fold.Request{Sample: smp, Name: name, Scheduled: scheduled, Sent: sent, End: end})
+		})
 		inSum += int64(tr.entry.InputTokens)
 		outSum += int64(tr.entry.OutputTokens)
 		if out.Err == nil && out.PromptTokens != nil && out.CachedTokens != nil {
 			promptSum += int64(*out.PromptTokens)
 			cachedSum += int64(*out.CachedTokens)
 		}
-		if r.opts.Samples || r.opts.SampleSink != nil {
-			smp := sampleOf(out, p.Name, "", i, float64(sent.Sub(started).Microseconds())/1000)
-			if r.opts.Samples {
-				if len(kept) < maxKept {
-					kept = append(kept, smp)
-				} else {
-					dropped++
-				}
-			}
-			if r.opts.SampleSink != nil {
-				r.opts.SampleSink(smp)
-			}
-		}
-		if out.Err != nil {
-			lastErr = out.Err
-			if stopErr == nil && budget.spent(st.agg.errCount, st.agg.requests) {
-				stopErr = budget.err("", st.agg.errCount, st.agg.requests, out.Err)
-				cancel()
-				cancelJobs()
-			}
+		if spent && stopErr == nil {
+			stopErr = rec.spentErr("")
+			cancel()
+			cancelJobs()
 		}
 	})
 	cancel()
 	tick()
-	if stopErr == nil && ctx.Err() == nil && budget.over(st.agg.errCount, st.agg.requests) {
-		stopErr = budget.err("", st.agg.errCount, st.agg.requests, lastErr)
+	if stopErr == nil && ctx.Err() == nil {
+		stopErr = rec.overErr("")
 	}
-	ph.ServingMetrics = st.agg.metrics()
+	rec.close(ph)
+	pt.Sent(res.Sent, res.LastSend)
+	lp := pt.Close(false)
 	t := &report.TraceReplay{File: p.Trace.File, Format: p.Trace.Format, Speed: 1 / info.Scale, Requests: info.Requests, Sent: res.Sent,
-		QueueMS: report.StatFrom(st.queue), TraceInputTokens: inSum, TraceOutputTokens: outSum, PeakInFlight: res.PeakInFlight}
+		QueueMS: lp.QueueMS, TraceInputTokens: inSum, TraceOutputTokens: outSum, PeakInFlight: res.PeakInFlight,
+		AchievedRatePerS: lp.AchievedRatePerS, DurationS: lp.DurationS}
 	if rate := info.ReplayRate(); rate > 0 {
 		t.TraceRatePerS = report.F(rate)
-	}
-	if window := res.LastSend.Sub(res.Start).Seconds(); window > 0 && res.Sent > 1 {
-		t.AchievedRatePerS = report.F(float64(res.Sent-1) / window)
-	}
-	if !st.firstStart.IsZero() {
-		t.DurationS = st.lastEnd.Sub(st.firstStart).Seconds()
 	}
 	if p.Trace.Format == workload.FormatMooncake && (sched.inTok > 0 || shape) {
 		t.TraceCacheHitRate = report.F(float64(sched.hitTok) / float64(max(sched.inTok, 1)))
@@ -323,14 +289,7 @@ func (traceKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 	if sched.full {
 		ph.Warnings = append(ph.Warnings, fmt.Sprintf("trace: more than %d distinct hash ids; trace_cache_hit_rate counts only the first %d and is a lower bound", maxSeenHashIDs, maxSeenHashIDs))
 	}
-	if dropped > 0 {
-		ph.Warnings = append(ph.Warnings, fmt.Sprintf("samples: the report keeps the first %d request samples of a trace phase; %d more went only to --samples-out", maxKept, dropped))
-	}
 	ph.Warnings = append(ph.Warnings, r.warnings...)
-	if r.opts.Samples && kept != nil {
-		slices.SortFunc(kept, func(a, b report.RequestSample) int { return cmp.Compare(a.Index, b.Index) })
-		ph.Samples = kept
-	}
 	if sched.err != nil && ctx.Err() == nil {
 		if errors.Is(sched.err, ErrPhase) {
 			return sched.err

@@ -17,7 +17,7 @@ func (warmupKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *re
 		return err
 	}
 	f, err := r.sequential(ctx, p, plan)
-	m := f.all.metrics()
+	m := f.rec.metrics()
 	ph.ServingMetrics = &report.ServingMetrics{Requests: m.Requests, Succeeded: m.Succeeded, Errors: m.Errors, Warnings: append([]string{}, r.warnings...)}
 	return err
 }

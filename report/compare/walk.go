@@ -31,8 +31,12 @@ func (d Direction) String() string {
 	return "neutral"
 }
 
-// direction of a metric by its name: durations lower, rates higher.
+// direction of a metric: the metric table's for a request metric, else by
+// its name: durations lower, rates higher.
 func direction(name string) Direction {
+	if m, ok := report.MetricByKey(name); ok {
+		return Direction(m.Better)
+	}
 	switch {
 	case strings.HasSuffix(name, "_ms"), strings.HasSuffix(name, "_bytes"), name == "bytes_per_token",
 		name == "rate", name == "connection_attempts":
@@ -265,54 +269,34 @@ func (w *walker) seam(path []string, m *report.SeamMetrics, ss []report.SeamSamp
 // servingFields are the distributions of a live phase or point that carry a
 // value per request sample; itl_ms has none (samples do not hold the gaps).
 func (w *walker) serving(path []string, m *report.ServingMetrics, reqs []report.RequestSample, have bool, point *string) {
-	pick := func(get func(report.RequestSample) *float64) []float64 {
+	pick := func(get func(*report.RequestSample) (float64, bool)) []float64 {
 		if !have {
 			return nil
 		}
 		out := []float64{}
-		for _, s := range reqs {
+		for i := range reqs {
+			s := &reqs[i]
 			if !s.OK || (point != nil && s.Point != *point) {
 				continue
 			}
-			if v := get(s); v != nil {
-				out = append(out, *v)
+			if v, ok := get(s); ok {
+				out = append(out, v)
 			}
 		}
 		return out
 	}
-	intp := func(p *int) *float64 {
-		if p == nil {
-			return nil
+	for _, d := range report.Metrics {
+		if !d.Compared {
+			continue
 		}
-		v := float64(*p)
-		return &v
-	}
-	for _, d := range []struct {
-		name string
-		stat report.Stat
-		get  func(report.RequestSample) *float64
-	}{
-		{"ttfb_ms", m.TTFBMS, func(s report.RequestSample) *float64 { return s.TTFBMS }},
-		{"ttft_ms", m.TTFTMS, func(s report.RequestSample) *float64 { return s.TTFTMS }},
-		{"e2e_ms", m.E2EMS, func(s report.RequestSample) *float64 { v := s.E2EMS; return &v }},
-		{"tpot_ms", m.TPOTMS, func(s report.RequestSample) *float64 { return s.TPOTMS }},
-		{"itl_ms", m.ITLMS, nil},
-		{"decode_tokens_per_s", m.DecodeTokensPerS, func(s report.RequestSample) *float64 { return s.DecodeTokensPerS }},
-		{"prefill_tokens_per_s", m.PrefillTokensPerS, func(s report.RequestSample) *float64 { return s.PrefillTokensPerS }},
-		{"cached_tokens", m.CachedTokens, func(s report.RequestSample) *float64 { return intp(s.CachedTokens) }},
-		// The answer and reasoning channels (absent in reports before them).
-		{"ttfo_ms", m.TTFOMS, func(s report.RequestSample) *float64 { return s.TTFOMS }},
-		{"reasoning_tokens_per_s", m.ReasoningTokensPerS, func(s report.RequestSample) *float64 { return s.ReasoningTokensPerS }},
-		{"answer_tokens_per_s", m.AnswerTokensPerS, func(s report.RequestSample) *float64 { return s.AnswerTokensPerS }},
-	} {
 		var samples []float64
 		note := ""
-		if d.get != nil {
-			samples = pick(d.get)
+		if d.Value != nil {
+			samples = pick(d.Value)
 		} else if have {
 			note = "no per-request values in the samples: noise unknown"
 		}
-		w.dist(join(path, d.name), d.stat, samples, note, false)
+		w.dist(join(path, d.Key), *d.Stat(m), samples, note, false)
 	}
 	w.scalar(join(path, "errors", "rate"), m.Errors.Rate, false)
 }

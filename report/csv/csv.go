@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/report"
@@ -41,26 +42,50 @@ import (
 // in the names (_ms milliseconds, _per_s per second, _tokens and _bytes
 // counts). Once shipped the header only grows, at the end.
 func Header() []string {
-	return []string{
-		"kind", "run", "phase", "point", "index", "ok", "error_class", "http_status",
-		"ttfb_ms", "ttft_ms", "e2e_ms", "tpot_ms", "decode_tokens_per_s", "prefill_tokens_per_s",
-		"prompt_tokens", "completion_tokens", "cached_tokens", "sse_token_events", "start_ms",
-		"bytes_received", "token_count_source", "finish_reason", "error_message",
-		"seam", "session_id", "activation_id", "mode", "cache_mode", "virtual_start_ms",
-		"model_ms", "encode_ms", "framing_ms", "metadata_ms", "copy_allocation_ms", "copy_allocation_bytes",
-		"compression_ms", "decompression_ms", "connection_setup_ms", "queue_wait_ms", "transport_ms",
-		"seam_latency_ms", "payload_bytes", "wire_bytes", "compression_ratio", "connection_attempted",
-		"connect_ms", "request_write_ms", "target_prompt_tokens",
+	h := append([]string{}, shippedHeader...)
+	// Every per-request metric of report.Metrics is a column; those the
+	// shipped header lacks follow it, in table order.
+	for _, m := range report.Metrics {
+		if m.Value != nil && !slices.Contains(h, m.Key) {
+			h = append(h, m.Key)
+		}
 	}
+	return h
 }
+
+// shippedHeader is the header as first shipped, which only grows.
+var shippedHeader = []string{
+	"kind", "run", "phase", "point", "index", "ok", "error_class", "http_status",
+	"ttfb_ms", "ttft_ms", "e2e_ms", "tpot_ms", "decode_tokens_per_s", "prefill_tokens_per_s",
+	"prompt_tokens", "completion_tokens", "cached_tokens", "sse_token_events", "start_ms",
+	"bytes_received", "token_count_source", "finish_reason", "error_message",
+	"seam", "session_id", "activation_id", "mode", "cache_mode", "virtual_start_ms",
+	"model_ms", "encode_ms", "framing_ms", "metadata_ms", "copy_allocation_ms", "copy_allocation_bytes",
+	"compression_ms", "decompression_ms", "connection_setup_ms", "queue_wait_ms", "transport_ms",
+	"seam_latency_ms", "payload_bytes", "wire_bytes", "compression_ratio", "connection_attempted",
+	"connect_ms", "request_write_ms", "target_prompt_tokens",
+}
+
+// metricColumns are the columns of the table's per-request metrics.
+var metricColumns = func() map[int]report.Metric {
+	out := map[int]report.Metric{}
+	for i, k := range Header() {
+		if m, ok := report.MetricByKey(k); ok && m.Value != nil {
+			out[i] = m
+		}
+	}
+	return out
+}()
 
 // csvSeamStart is the index of the first seam column ("seam"), csvWidth the
 // number of columns; a test holds them to Header.
 const (
 	csvSeamStart  = 23
 	csvLaterStart = 45 // request columns added after the seam ones
-	csvWidth      = 48
+	csvShipped    = 48 // the shipped header; the table's further metrics follow
 )
+
+var csvWidth = len(Header())
 
 // Write writes every sample of the report, run by run in run order and phase by
 // phase in phase order, under Header: one row per request of every measured
@@ -154,13 +179,14 @@ func requestRow(run, phase string, s report.RequestSample) []string {
 	if s.Error != nil {
 		class, msg = s.Error.Class, s.Error.Message
 	}
-	copy(row, []string{
-		"request", run, phaseName, s.Point, strconv.Itoa(s.Index), strconv.FormatBool(s.OK), class, intOrEmpty(s.HTTPStatus),
-		optF(s.TTFBMS), optF(s.TTFTMS), fmtF(s.E2EMS), optF(s.TPOTMS), optF(s.DecodeTokensPerS), optF(s.PrefillTokensPerS),
-		optI(s.PromptTokens), optI(s.CompletionTokens), optI(s.CachedTokens), strconv.Itoa(s.SSETokenEvents), fmtF(s.StartMS),
-		strconv.FormatInt(s.BytesReceived, 10), s.TokenCountSource, s.FinishReason, msg,
-	})
-	copy(row[csvLaterStart:], []string{optF(s.ConnectMS), optF(s.RequestWriteMS), intOrEmpty(s.TargetPromptTokens)})
+	copy(row, []string{"request", run, phaseName, s.Point, strconv.Itoa(s.Index), strconv.FormatBool(s.OK), class, intOrEmpty(s.HTTPStatus)})
+	row[18], row[19], row[20], row[21], row[22] = fmtF(s.StartMS), strconv.FormatInt(s.BytesReceived, 10), s.TokenCountSource, s.FinishReason, msg
+	row[csvShipped-1] = intOrEmpty(s.TargetPromptTokens)
+	for i, m := range metricColumns {
+		if v, ok := m.Value(&s); ok {
+			row[i] = fmtF(v)
+		}
+	}
 	return row
 }
 
@@ -183,13 +209,6 @@ func seamRow(run, phase string, s report.SeamSample) []string {
 }
 
 func fmtF(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-func optF(p *float64) string {
-	if p == nil {
-		return ""
-	}
-	return fmtF(*p)
-}
 
 func optI(p *int) string {
 	if p == nil {

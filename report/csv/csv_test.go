@@ -26,7 +26,7 @@ func TestWriter(t *testing.T) {
 func TestCSVHeaderLayout(t *testing.T) {
 	h := Header()
 	if len(h) != csvWidth || h[csvSeamStart] != "seam" || h[0] != "kind" || h[csvLaterStart-1] != "connection_attempted" ||
-		h[csvLaterStart] != "connect_ms" || h[csvWidth-1] != "target_prompt_tokens" {
+		h[csvLaterStart] != "connect_ms" || h[csvShipped-1] != "target_prompt_tokens" {
 		t.Fatalf("header layout changed: %d columns, [%d]=%q, [%d]=%q", len(h), csvSeamStart, h[csvSeamStart], csvLaterStart, h[csvLaterStart])
 	}
 	seen := map[string]bool{}

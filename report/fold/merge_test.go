@@ -1,4 +1,4 @@
-package report
+package fold
 
 import (
 	"errors"
@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // synthShard is shard idx of n of a load run: requests requests with
 // log-normal latencies, kept the way a shard keeps them (histograms and a
 // window), and the same values returned for checking.
-func synthShard(idx, n, requests int, start time.Time, span time.Duration) (*Report, []float64) {
+func synthShard(idx, n, requests int, start time.Time, span time.Duration) (*report.Report, []float64) {
 	rng := rand.New(rand.NewPCG(uint64(idx), 17))
 	ttft, e2e, comp, prompt, queue := stats.New(), stats.New(), stats.New(), stats.New(), stats.New()
 	var vals []float64
@@ -32,19 +33,19 @@ func synthShard(idx, n, requests int, start time.Time, span time.Duration) (*Rep
 		_ = prompt.Add(float64(64 + rng.IntN(64)))
 		_ = queue.Add(rng.Float64())
 	}
-	sm := &ServingMetrics{Requests: requests, Succeeded: requests, Errors: ErrorSummary{ByClass: map[string]int{"connect": 0}}, Warnings: []string{},
-		TTFTMS: StatWithHistogram(ttft), E2EMS: StatWithHistogram(e2e), CompletionTokens: StatWithHistogram(comp), PromptTokens: StatWithHistogram(prompt)}
+	sm := &report.ServingMetrics{Requests: requests, Succeeded: requests, Errors: report.ErrorSummary{ByClass: map[string]int{"connect": 0}}, Warnings: []string{},
+		TTFTMS: report.StatWithHistogram(ttft), E2EMS: report.StatWithHistogram(e2e), CompletionTokens: report.StatWithHistogram(comp), PromptTokens: report.StatWithHistogram(prompt)}
 	first := start.Add(time.Duration(idx) * time.Millisecond)
-	lp := &LoadPoint{Rate: 10, ServingMetrics: sm, QueueMS: StatWithHistogram(queue), DurationS: span.Seconds(),
-		Window: &Window{FirstSend: first, LastSend: first.Add(span), LastEnd: first.Add(span + time.Second), Sent: requests, E2ESumMS: e2eSum}}
-	phase := &Phase{Kind: "load", ServingMetrics: sm, Points: []*LoadPoint{lp}}
-	r := &Report{SchemaVersion: SchemaVersion, Tool: Tool{Name: "tollgate", Version: "test"},
-		Scenario:  ScenarioInfo{Name: "hour", File: "hour.yaml", SHA256: fmt.Sprintf("%064x", 1), Vars: map[string]any{}},
-		Host:      Host{Hostname: fmt.Sprintf("host-%d", idx), OS: "linux", Arch: "amd64", CPUCores: 1, GoVersion: "go"},
-		StartedAt: start, EndedAt: start.Add(span), Status: StatusNotGated, RunOrder: []string{"server"}, Gates: []GateResult{},
-		Runs: map[string]*Run{"server": {Name: "server", Params: map[string]string{}, Target: Target{Name: "server", Kind: "openai"}, Status: "ok",
-			Phases: map[string]*Phase{"load": phase}, PhaseOrder: []string{"load"}}},
-		Shard: &ShardInfo{Index: idx, Count: n, Host: fmt.Sprintf("host-%d", idx), Points: []ShardRate{}}}
+	lp := &report.LoadPoint{Rate: 10, ServingMetrics: sm, QueueMS: report.StatWithHistogram(queue), DurationS: span.Seconds(),
+		Window: &report.Window{FirstSend: first, LastSend: first.Add(span), LastEnd: first.Add(span + time.Second), Sent: requests, E2ESumMS: e2eSum}}
+	phase := &report.Phase{Kind: "load", ServingMetrics: sm, Points: []*report.LoadPoint{lp}}
+	r := &report.Report{SchemaVersion: report.SchemaVersion, Tool: report.Tool{Name: "tollgate", Version: "test"},
+		Scenario:  report.ScenarioInfo{Name: "hour", File: "hour.yaml", SHA256: fmt.Sprintf("%064x", 1), Vars: map[string]any{}},
+		Host:      report.Host{Hostname: fmt.Sprintf("host-%d", idx), OS: "linux", Arch: "amd64", CPUCores: 1, GoVersion: "go"},
+		StartedAt: start, EndedAt: start.Add(span), Status: report.StatusNotGated, RunOrder: []string{"server"}, Gates: []report.GateResult{},
+		Runs: map[string]*report.Run{"server": {Name: "server", Params: map[string]string{}, Target: report.Target{Name: "server", Kind: "openai"}, Status: "ok",
+			Phases: map[string]*report.Phase{"load": phase}, PhaseOrder: []string{"load"}}},
+		Shard: &report.ShardInfo{Index: idx, Count: n, Host: fmt.Sprintf("host-%d", idx), Points: []report.ShardRate{}}}
 	return r, vals
 }
 
@@ -62,7 +63,7 @@ func TestMergeIsExact(t *testing.T) {
 		{"one shard", 1, 50, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var reps []*Report
+			var reps []*report.Report
 			var files []string
 			all := stats.New()
 			for i := range tc.shards {
@@ -76,11 +77,11 @@ func TestMergeIsExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Marshal(m); err != nil {
+			if _, err := report.Marshal(m); err != nil {
 				t.Fatalf("the merge does not validate: %v", err)
 			}
 			pt := m.Runs["server"].Phases["load"].Points[0]
-			want := StatFrom(all)
+			want := report.StatFrom(all)
 			got := pt.TTFTMS
 			for _, f := range []struct {
 				name      string
@@ -103,21 +104,21 @@ func TestMergeIsExact(t *testing.T) {
 
 func TestMergeRefuses(t *testing.T) {
 	start := time.Now()
-	s := func(i, n int) *Report { r, _ := synthShard(i, n, 10, start, time.Second); return r }
+	s := func(i, n int) *report.Report { r, _ := synthShard(i, n, 10, start, time.Second); return r }
 	other := s(1, 2)
 	other.Scenario.SHA256 = fmt.Sprintf("%064x", 2)
 	noShard := s(1, 2)
 	noShard.Shard = nil
 	for _, tc := range []struct {
 		name string
-		reps []*Report
+		reps []*report.Report
 		want string
 	}{
-		{"missing", []*Report{s(0, 3), s(2, 3)}, "shard 1 of 3 missing"},
-		{"twice", []*Report{s(0, 2), s(0, 2), s(1, 2)}, "shard 0 is given twice"},
-		{"other scenario", []*Report{s(0, 2), other}, "are shards of different scenarios"},
-		{"other count", []*Report{s(0, 2), s(1, 3)}, "is shard 1 of 3, but a.json is of 2"},
-		{"not a shard", []*Report{s(0, 2), noShard}, "b.json is not a shard report"},
+		{"missing", []*report.Report{s(0, 3), s(2, 3)}, "shard 1 of 3 missing"},
+		{"twice", []*report.Report{s(0, 2), s(0, 2), s(1, 2)}, "shard 0 is given twice"},
+		{"other scenario", []*report.Report{s(0, 2), other}, "are shards of different scenarios"},
+		{"other count", []*report.Report{s(0, 2), s(1, 3)}, "is shard 1 of 3, but a.json is of 2"},
+		{"not a shard", []*report.Report{s(0, 2), noShard}, "b.json is not a shard report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := []string{"a.json", "b.json", "c.json"}[:len(tc.reps)]
@@ -140,11 +141,11 @@ func TestWriteHourOfShards(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 64 {
 		r, _ := synthShard(i, 64, 36_000, start, time.Hour)
-		b, err := Marshal(r)
+		b, err := report.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteFile(filepath.Join(dir, fmt.Sprintf("shard-%02d.json", i)), b); err != nil {
+		if err := report.WriteFile(filepath.Join(dir, fmt.Sprintf("shard-%02d.json", i)), b); err != nil {
 			t.Fatal(err)
 		}
 	}
