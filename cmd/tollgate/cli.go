@@ -64,75 +64,93 @@ Run 'tollgate help run' for the flags of run.
 `
 
 // Main is the whole CLI, minus os.Exit, so tests can call it in-process too.
+// It prints a command's error once and maps it to the exit code once.
 func Main(args []string, stdout, stderr io.Writer) int {
 	// Errors may quote a URL given on the command line or in a scenario;
 	// none prints its password.
 	stderr = redact.New().Writer(stderr)
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return ExitInvalid
+		return exit(stderr, "tollgate", invalid(bare(errors.New(strings.TrimSuffix(usage, "\n")))))
+	}
+	return exit(stderr, "tollgate "+args[0], dispatch(args, stdout, stderr))
+}
+
+// commands are the subcommands, by name.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"run":      cmdRun,
+	"validate": cmdValidate,
+	"schema":   cmdSchema,
+	"serve":    cmdServe,
+	"compare":  cmdCompare,
+	"report":   cmdReport,
+	"judge":    cmdJudge,
+	"merge":    cmdMerge,
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd(args[1:], stdout, stderr)
 	}
 	switch args[0] {
-	case "run":
-		return cmdRun(args[1:], stdout, stderr)
-	case "validate":
-		return cmdValidate(args[1:], stdout, stderr)
-	case "schema":
-		return cmdSchema(args[1:], stdout, stderr)
-	case "serve":
-		return cmdServe(args[1:], stdout, stderr)
-	case "compare":
-		return cmdCompare(args[1:], stdout, stderr)
-	case "report":
-		return cmdReport(args[1:], stdout, stderr)
-	case "judge":
-		return cmdJudge(args[1:], stdout, stderr)
-	case "merge":
-		return cmdMerge(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "tollgate %s\n", toolVersion())
-		return ExitPass
+		return nil
 	case "help", "-h", "--help":
-		if len(args) > 1 {
-			switch args[1] {
-			case "run":
-				fs, _ := runFlags(stderr)
-				fmt.Fprintf(stdout, "Usage: tollgate run SCENARIO [flags]\n\nFlags:\n%s\n%s", fs.FlagUsages(), runOutputsHelp)
-				return ExitPass
-			case "validate":
-				fs, _ := validateFlags(stderr)
-				fmt.Fprintf(stdout, "Usage: tollgate validate SCENARIO... [flags]\n\nFlags:\n%s", fs.FlagUsages())
-				return ExitPass
-			case "serve":
-				fs, _ := serveFlags(stderr)
-				fmt.Fprintf(stdout, "Usage: tollgate serve [flags]\n\nFlags:\n%s", fs.FlagUsages())
-				return ExitPass
-			case "compare":
-				fs, _ := compareFlags(stderr)
-				fmt.Fprintf(stdout, "%s%s", compareUsage, fs.FlagUsages())
-				return ExitPass
-			case "report":
-				fs, _ := reportFlags(stderr)
-				fmt.Fprintf(stdout, "%s%s", reportUsage, fs.FlagUsages())
-				return ExitPass
-			case "judge":
-				fs, _ := judgeFlags(stderr)
-				fmt.Fprintf(stdout, "%s%s", judgeUsage, fs.FlagUsages())
-				return ExitPass
-			case "merge":
-				fs, _ := mergeFlags(stderr)
-				fmt.Fprintf(stdout, "%s%s", mergeUsage, fs.FlagUsages())
-				return ExitPass
-			default:
-				fmt.Fprintf(stderr, "tollgate help: unknown command %q\n\n%s", args[1], usage)
-				return ExitInvalid
-			}
+		if len(args) == 1 {
+			fmt.Fprint(stdout, usage)
+			return nil
 		}
-		fmt.Fprint(stdout, usage)
-		return ExitPass
+		text, ok := help(args[1], stderr)
+		if !ok {
+			return invalid(bare(fmt.Errorf("tollgate help: unknown command %q\n\n%s", args[1], strings.TrimSuffix(usage, "\n"))))
+		}
+		fmt.Fprint(stdout, text)
+		return nil
 	}
-	fmt.Fprintf(stderr, "tollgate: unknown command %q\n\n%s", args[0], usage)
-	return ExitInvalid
+	return invalid(bare(fmt.Errorf("tollgate: unknown command %q\n\n%s", args[0], strings.TrimSuffix(usage, "\n"))))
+}
+
+// help is the help of a command, false for one there is none of.
+func help(cmd string, stderr io.Writer) (string, bool) {
+	switch cmd {
+	case "run":
+		fs, _ := runFlags(stderr)
+		return fmt.Sprintf("Usage: tollgate run SCENARIO [flags]\n\nFlags:\n%s\n%s", fs.FlagUsages(), runOutputsHelp), true
+	case "validate":
+		fs, _ := validateFlags(stderr)
+		return fmt.Sprintf("Usage: tollgate validate SCENARIO... [flags]\n\nFlags:\n%s", fs.FlagUsages()), true
+	case "serve":
+		fs, _ := serveFlags(stderr)
+		return fmt.Sprintf("Usage: tollgate serve [flags]\n\nFlags:\n%s", fs.FlagUsages()), true
+	case "compare":
+		fs, _ := compareFlags(stderr)
+		return compareUsage + fs.FlagUsages(), true
+	case "report":
+		fs, _ := reportFlags(stderr)
+		return reportUsage + fs.FlagUsages(), true
+	case "judge":
+		fs, _ := judgeFlags(stderr)
+		return judgeUsage + fs.FlagUsages(), true
+	case "merge":
+		fs, _ := mergeFlags(stderr)
+		return mergeUsage + fs.FlagUsages(), true
+	}
+	return "", false
+}
+
+// parseFlags parses a command's flags: helpShown after --help, an invalid
+// invocation (with hint, if any, on the next line) for a bad flag.
+func parseFlags(fs *pflag.FlagSet, args []string, hint string) error {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pflag.ErrHelp):
+		return helpShown
+	case hint != "":
+		return invalid(fmt.Errorf("%w\n%s", err, hint))
+	}
+	return invalid(err)
 }
 
 const runOutputsHelp = `Outputs:
@@ -218,78 +236,72 @@ type prepared struct {
 // prepare loads a scenario and compiles its gates against the report shape
 // and, for baseline, the baseline's (the report's own shape when there is
 // none: gates that read it are checked all the same, and skipped when
-// judged). Every problem is printed with its position; ok is false if
-// there were any.
-func prepare(path string, lo loadOptions, compileGates bool, baseline map[string]any, stderr io.Writer) (*prepared, bool) {
+// judged). The error, an invalid scenario, has every problem with its
+// position.
+func prepare(path string, lo loadOptions, compileGates bool, baseline map[string]any, stderr io.Writer) (*prepared, error) {
 	sc, err := scenarios.Load(path, scenarios.Options{Sets: lo.sets, Vars: lo.vars, Profile: lo.profile, LookupEnv: os.LookupEnv})
 	if err != nil {
-		printLoadErrors(stderr, err)
-		return nil, false
+		return nil, loadError(err)
 	}
 	p := &prepared{sc: sc, gates: &gates.Set{}}
 	// The drivers' own checks hold whether or not gates are judged.
 	if err := engine.Validate(sc); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", path, err)
-		return nil, false
+		return nil, scenarioError(path, err)
 	}
 	if err := engine.CheckEnv(sc, os.LookupEnv); err != nil {
-		printLoadErrors(stderr, err)
-		return nil, false
+		return nil, loadError(err)
 	}
 	for _, w := range engine.Warnings(sc, live.ProcessFileLimit()) {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	if !compileGates {
-		return p, true
+		return p, nil
 	}
 	shape, err := engine.Shape(sc)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", path, err)
-		return nil, false
+		return nil, scenarioError(path, err)
 	}
 	if lo.repeatRuns > 1 {
 		// The repetitions tree has the keys of runs: two copies of the
 		// shape give it.
 		if shape.Repetitions, err = report.Repeat([]*report.Report{shape, shape}); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", path, err)
-			return nil, false
+			return nil, scenarioError(path, err)
 		}
 	}
 	env, err := gates.Env(shape, sc.Vars)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", path, err)
-		return nil, false
+		return nil, scenarioError(path, err)
 	}
 	if baseline == nil {
 		if baseline, err = gates.BaselineEnv(shape); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", path, err)
-			return nil, false
+			return nil, scenarioError(path, err)
 		}
 	}
 	env["baseline"] = baseline
 	set, problems := gates.Compile(gateSpecs(sc), env)
 	if len(problems) > 0 {
-		for _, pr := range problems {
-			fmt.Fprintln(stderr, pr.Error())
+		errs := make([]error, len(problems))
+		for i, pr := range problems {
+			errs[i] = pr
 		}
-		return nil, false
+		return nil, bare(errors.Join(errs...)) // gates.Problem: invalid
 	}
 	p.gates = set
-	return p, true
+	return p, nil
 }
 
-func printLoadErrors(w io.Writer, err error) {
-	var list scenarios.ErrorList
-	if errors.As(err, &list) {
-		for _, e := range list {
-			fmt.Fprintln(w, e.Error())
-		}
-		if len(list) > 1 {
-			fmt.Fprintf(w, "%d problems\n", len(list))
-		}
-		return
+// scenarioError is a scenario the engine refuses, named by its file.
+func scenarioError(path string, err error) error {
+	return invalid(bare(fmt.Errorf("%s: %w", path, err)))
+}
+
+// loadError is a scenario that did not load: each problem on its line,
+// with their count when there are several (scenarios.ErrorList: invalid).
+func loadError(err error) error {
+	if list, ok := errors.AsType[scenarios.ErrorList](err); ok && len(list) > 1 {
+		err = fmt.Errorf("%w\n%d problems", err, len(list))
 	}
-	fmt.Fprintln(w, err)
+	return bare(err)
 }
 
 func gateSpecs(sc *scenarios.Scenario) []gates.Spec {
@@ -305,69 +317,18 @@ func gateSpecs(sc *scenarios.Scenario) []gates.Spec {
 	return out
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) int {
+func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs, o := runFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return ExitPass
-		}
-		fmt.Fprintf(stderr, "tollgate run: %v\nrun 'tollgate help run' for the flags\n", err)
-		return ExitInvalid
+	if err := parseFlags(fs, args, "run 'tollgate help run' for the flags"); err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintf(stderr, "tollgate run: expected one SCENARIO file, got %d arguments\n", fs.NArg())
-		return ExitInvalid
-	}
-	path := fs.Arg(0)
-	if o.repeatRuns < 1 || o.repeatRuns > maxRepeatRuns {
-		fmt.Fprintf(stderr, "tollgate run: --repeat-runs %d: want 1 to %d\n", o.repeatRuns, maxRepeatRuns)
-		return ExitInvalid
-	}
-	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns}
-	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, stderr)
+	r, err := o.setUp(fs, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-		return ExitInvalid
-	}
-	shard, err := o.shard.resolve(os.LookupEnv, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-		return ExitInvalid
-	}
-	if shard != nil {
-		o.noGate = true // a shard measures part of the load: the merge is judged
-	}
-	p, ok := prepare(path, lo, !o.noGate, baseEnv, stderr)
-	if !ok {
-		return ExitInvalid
-	}
-	if shard != nil {
-		if err := checkShardable(p.sc, shard, o.repeatRuns); err != nil {
-			fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-			return ExitInvalid
-		}
-	}
-	if base != nil {
-		// Before anything is sent: the same scenario and host hardware.
-		if err := baselineComparable(base, engine.New(p.sc, engine.Options{}), o.baselineAny); err != nil {
-			fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
-			return ExitInvalid
-		}
-	}
-	if err := o.out.check(fs, map[string]string{"scenario file": path, "baseline": o.baseline}); err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
-		return ExitInvalid
-	}
-	if o.out.path("csv") != "" && !p.sc.Samples {
-		// The CSV is the samples; refused now rather than after the run.
-		fmt.Fprintf(stderr, "tollgate run: --csv: %s has report.samples: false, so the report keeps no per-request rows to write; "+
-			"turn samples on, or stream them with --samples-out\n", path)
-		return ExitInvalid
+		return err
 	}
 	samples, err := openSamples(o.samplesOut)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate run: --samples-out: %v\n", err)
-		return ExitInvalid
+		return invalid(fmt.Errorf("--samples-out: %w", err))
 	}
 	// GitHub workflow commands are for the runner, not the reader: they go
 	// out even with --quiet. An output given "-" owns stdout: the summary
@@ -384,7 +345,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext(stderr, samples)
 	defer stop()
 
-	opts := engine.Options{ToolVersion: toolVersion(), LookupEnv: os.LookupEnv, Shard: shard}
+	opts := engine.Options{ToolVersion: toolVersion(), LookupEnv: os.LookupEnv, Shard: r.shard}
 	if samples != nil {
 		opts.SampleSink = samples.write
 	}
@@ -393,40 +354,99 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		pl = newProgressLine(stderr)
 		opts.OnProgress = pl.update
 	}
-	rep, runErr := runRepeated(ctx, p.sc, opts, o.repeatRuns, stderr, o.quiet)
-	interrupted := ctx.Err() != nil
+	rep, runErr := runRepeated(ctx, r.p.sc, opts, o.repeatRuns, stderr, o.quiet)
+	stopped := ctx.Err() != nil
 	if pl != nil {
 		pl.finish()
 	}
 
-	if shard != nil {
-		rep.Shard = shard.Info(hostname())
+	if r.shard != nil {
+		rep.Shard = r.shard.Info(hostname())
 		if l := rep.Shard.StartLatenessMS; l != nil && *l > 0 {
-			fmt.Fprintf(stderr, "warning: shard %d/%d began its first load point %.1f ms after --start-at %s\n", shard.Index, shard.Count, *l, o.shard.startAt)
+			fmt.Fprintf(stderr, "warning: shard %d/%d began its first load point %.1f ms after --start-at %s\n", r.shard.Index, r.shard.Count, *l, o.shard.startAt)
 		}
 	}
-	verdict := judge(rep, p, base, baseEnv, o, runErr == nil, interrupted, stderr)
-	if runErr != nil && !interrupted {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", runErr)
+	// Every error from here on is printed, each on its line, once the
+	// outputs are written; the verdict decides the exit code.
+	verdict, errs := judge(rep, r, o, runErr == nil, stopped)
+	if runErr != nil && !stopped {
+		errs = append(errs, runErr)
 	}
 	rep.Status, _ = gates.Verdict(verdict)
 
 	// Every output is attempted even when one fails: what was measured is
 	// kept wherever it can be.
-	if !writeOutputs("tollgate run", rep, base, o.out, path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout, err: stderr}) {
+	if failed := writeOutputs(rep, r.base, o.out, r.path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout}); len(failed) > 0 {
+		errs = append(errs, failed...)
 		verdict.OutputFailed = true
 	}
 	if err := samples.close(); err != nil {
-		fmt.Fprintf(stderr, "tollgate run: --samples-out %s: %v\n", o.samplesOut, err)
+		errs = append(errs, fmt.Errorf("--samples-out %s: %w", o.samplesOut, err))
 		verdict.OutputFailed = true
 	}
-	_, code := gates.Verdict(verdict)
 	if ctx.Err() != nil {
-		// A signal while the outputs were written: they were finished, and
-		// the exit code still says the run was interrupted.
-		code = ExitInterrupted
+		// Interrupted, or a signal while the outputs were written: they
+		// were finished, and the exit code still says the run was.
+		return interrupted(lines(errs...))
 	}
-	return code
+	_, code := gates.Verdict(verdict)
+	return withCode(code, lines(errs...))
+}
+
+// runSetup is what run checked and prepared before anything is sent.
+type runSetup struct {
+	path    string
+	p       *prepared
+	base    *report.Report
+	baseEnv map[string]any
+	shard   *live.Shard
+}
+
+// setUp checks everything run can before it sends anything: the scenario
+// and its gates, the baseline, the shard and every output path. Each
+// problem is an invalid invocation.
+func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, error) {
+	if fs.NArg() != 1 {
+		return nil, invalid(fmt.Errorf("expected one SCENARIO file, got %d arguments", fs.NArg()))
+	}
+	r := &runSetup{path: fs.Arg(0)}
+	if o.repeatRuns < 1 || o.repeatRuns > maxRepeatRuns {
+		return nil, invalid(fmt.Errorf("--repeat-runs %d: want 1 to %d", o.repeatRuns, maxRepeatRuns))
+	}
+	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns}
+	var err error
+	if r.base, r.baseEnv, err = openBaseline(o.baseline, o.requireBaseline, stderr); err != nil {
+		return nil, invalid(err)
+	}
+	if r.shard, err = o.shard.resolve(os.LookupEnv, stderr); err != nil {
+		return nil, err // errShard: invalid
+	}
+	if r.shard != nil {
+		o.noGate = true // a shard measures part of the load: the merge is judged
+	}
+	if r.p, err = prepare(r.path, lo, !o.noGate, r.baseEnv, stderr); err != nil {
+		return nil, err
+	}
+	if r.shard != nil {
+		if err := checkShardable(r.p.sc, r.shard, o.repeatRuns); err != nil {
+			return nil, err // errShard: invalid
+		}
+	}
+	if r.base != nil {
+		// Before anything is sent: the same scenario and host hardware.
+		if err := baselineComparable(r.base, engine.New(r.p.sc, engine.Options{}), o.baselineAny); err != nil {
+			return nil, invalid(fmt.Errorf("--baseline %s: %w", o.baseline, err))
+		}
+	}
+	if err := o.out.check(fs, map[string]string{"scenario file": r.path, "baseline": o.baseline}); err != nil {
+		return nil, err // errOutputs: invalid
+	}
+	if o.out.path("csv") != "" && !r.p.sc.Samples {
+		// The CSV is the samples; refused now rather than after the run.
+		return nil, invalid(fmt.Errorf("--csv: %s has report.samples: false, so the report keeps no per-request rows to write; "+
+			"turn samples on, or stream them with --samples-out", r.path))
+	}
+	return r, nil
 }
 
 // runRepeated runs the scenario n times and returns the last report, with
@@ -466,67 +486,64 @@ func runRepeated(ctx context.Context, sc *scenarios.Scenario, opts engine.Option
 }
 
 // outStreams are where a command's outputs go: the summary, outputs given
-// "-", GitHub workflow commands, and errors.
-type outStreams struct{ summary, data, ci, err io.Writer }
+// "-", and GitHub workflow commands.
+type outStreams struct{ summary, data, ci io.Writer }
 
 // writeOutputs writes everything a judged report goes to (the summary,
 // every output flag, the CI step summary and annotations), attempting each
-// even when one fails, and reports whether all were written. A report that
-// fails its schema is an output failure even when no JSON file was asked
-// for; --json-out then says so itself, and keeps it as PATH.invalid.json.
-func writeOutputs(cmd string, rep, base *report.Report, out *outputs, scenarioFile string, w outStreams) bool {
-	ok := true
-	if _, err := report.Marshal(rep); err != nil {
-		ok = false
-		if out.path("json-out") == "" {
-			fmt.Fprintf(w.err, "%s: %v\n", cmd, err)
-		}
+// even when one fails, and returns what could not be written, one error
+// each. A report that fails its schema is an output failure even when no
+// JSON file was asked for; --json-out then says so itself, and keeps it as
+// PATH.invalid.json.
+func writeOutputs(rep, base *report.Report, out *outputs, scenarioFile string, w outStreams) []error {
+	var errs []error
+	if _, err := report.Marshal(rep); err != nil && out.path("json-out") == "" {
+		errs = append(errs, err)
 	}
 	if err := text.Summary(w.summary, rep); err != nil {
-		fmt.Fprintf(w.err, "%s: writing summary: %v\n", cmd, err)
-		ok = false
+		errs = append(errs, fmt.Errorf("writing summary: %w", err))
 	}
 	if err := out.write(rep, base, w.data, w.summary); err != nil {
-		fmt.Fprintf(w.err, "%s: %v\n", cmd, err)
-		ok = false
+		errs = append(errs, err)
 	}
 	if err := ciOutputs(rep, scenarioFile, w.ci); err != nil {
-		fmt.Fprintf(w.err, "%s: %v\n", cmd, err)
-		ok = false
+		errs = append(errs, err)
 	}
-	return ok
+	return errs
 }
 
 // judge evaluates the gates over a finished run (unless interrupted or
-// --no-gate) and returns what the verdict policy needs.
-func judge(rep *report.Report, p *prepared, base *report.Report, baseEnv map[string]any, o *runOptions, completed, interrupted bool, stderr io.Writer) gates.Outcome {
-	verdict := gates.Outcome{Completed: completed, Interrupted: interrupted, NotGated: o.noGate}
-	if interrupted {
+// --no-gate) and returns what the verdict policy needs, and why the gates
+// could not be judged, if they could not (one error each).
+func judge(rep *report.Report, r *runSetup, o *runOptions, completed, stopped bool) (gates.Outcome, []error) {
+	verdict := gates.Outcome{Completed: completed, Interrupted: stopped, NotGated: o.noGate}
+	if stopped {
 		rep.Incomplete = true
 	}
-	if interrupted || o.noGate {
-		return verdict
+	if stopped || o.noGate {
+		return verdict, nil
 	}
-	env, err := gates.Env(rep, p.sc.Vars)
+	var errs []error
+	env, err := gates.Env(rep, r.p.sc.Vars)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate run: %v\n", err)
+		errs = append(errs, err)
 		verdict.Unjudged = true
 	} else {
-		if baseEnv != nil {
-			env["baseline"] = baseEnv
+		if r.baseEnv != nil {
+			env["baseline"] = r.baseEnv
 		}
-		rep.Gates = p.gates.Evaluate(env)
+		rep.Gates = r.p.gates.Evaluate(env)
 		verdict.Results = rep.Gates
 	}
-	if base != nil {
+	if r.base != nil {
 		// Models are known only now: a baseline of another model is
 		// refused here, after the run, as a run that cannot be judged.
-		if err := baselineComparable(base, rep, o.baselineAny); err != nil {
-			fmt.Fprintf(stderr, "tollgate run: --baseline %s: %v\n", o.baseline, err)
+		if err := baselineComparable(r.base, rep, o.baselineAny); err != nil {
+			errs = append(errs, fmt.Errorf("--baseline %s: %w", o.baseline, err))
 			verdict.Unjudged = true
 		}
 	}
-	return verdict
+	return verdict, errs
 }
 
 // ciOutputs writes the GitHub Actions step summary and annotations when
@@ -594,30 +611,26 @@ func signalContext(stderr io.Writer, samples *sampleWriter) (context.Context, fu
 	}
 }
 
-func cmdValidate(args []string, stdout, stderr io.Writer) int {
+// cmdValidate checks every scenario given, each in turn; the error has the
+// problems of every one that is invalid.
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs, vo := validateFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return ExitPass
-		}
-		fmt.Fprintf(stderr, "tollgate validate: %v\n", err)
-		return ExitInvalid
+	if err := parseFlags(fs, args, ""); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "tollgate validate: expected at least one SCENARIO file")
-		return ExitInvalid
+		return invalid(errors.New("expected at least one SCENARIO file"))
 	}
-	code := ExitPass
+	var errs []error
 	for _, path := range fs.Args() {
-		p, ok := prepare(path, vo.load, true, nil, stderr)
-		if !ok {
-			code = ExitInvalid
+		p, err := prepare(path, vo.load, true, nil, stderr)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		if vo.print {
 			if _, err := stdout.Write(p.sc.Printable()); err != nil {
-				fmt.Fprintf(stderr, "tollgate validate: %v\n", err)
-				return ExitNotJudged
+				return notJudged(lines(append(errs, err)...))
 			}
 			continue
 		}
@@ -635,13 +648,12 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: ok — %s (%s), %s, %s\n", path, plural(len(p.sc.Runs), "run"),
 			strings.Join(names, ", "), plural(len(p.sc.Phases), "phase"), plural(len(p.gates.Gates), "gate"))
 	}
-	return code
+	return lines(errs...) // each an invalid scenario
 }
 
-func cmdSchema(args []string, stdout, stderr io.Writer) int {
+func cmdSchema(args []string, stdout, _ io.Writer) error {
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: tollgate schema scenario|report")
-		return ExitInvalid
+		return invalid(bare(errors.New("usage: tollgate schema scenario|report")))
 	}
 	var b []byte
 	switch args[0] {
@@ -650,14 +662,12 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 	case "report":
 		b = schema.Report()
 	default:
-		fmt.Fprintf(stderr, "tollgate schema: unknown schema %q (scenario or report)\n", args[0])
-		return ExitInvalid
+		return invalid(fmt.Errorf("unknown schema %q (scenario or report)", args[0]))
 	}
 	if _, err := stdout.Write(b); err != nil {
-		fmt.Fprintf(stderr, "tollgate schema: %v\n", err)
-		return ExitNotJudged
+		return notJudged(err)
 	}
-	return ExitPass
+	return nil
 }
 
 // plural is "1 run", "2 runs".

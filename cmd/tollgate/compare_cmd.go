@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 
@@ -63,76 +62,72 @@ func compareFlags(stderr io.Writer) (*pflag.FlagSet, *compareOptions) {
 }
 
 // cmdCompare is tollgate compare OLD.json NEW.json.
-func cmdCompare(args []string, stdout, stderr io.Writer) int {
+func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs, o := compareFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return ExitPass
-		}
-		fmt.Fprintf(stderr, "tollgate compare: %v\nrun 'tollgate compare --help' for the flags\n", err)
-		return ExitInvalid
+	if err := parseFlags(fs, args, "run 'tollgate compare --help' for the flags"); err != nil {
+		return err
 	}
+	opts, err := o.check(fs)
+	if err != nil {
+		return err
+	}
+	oldR, err := report.ReadFile(fs.Arg(0))
+	if err != nil {
+		return invalid(err)
+	}
+	newR, err := report.ReadFile(fs.Arg(1))
+	if err != nil {
+		return invalid(err)
+	}
+	res, err := compare.Compare(oldR, newR, opts)
+	if err != nil {
+		return invalid(fmt.Errorf("%s vs %s: %w", fs.Arg(0), fs.Arg(1), err))
+	}
+	if err := writeComparison(res, o.markdown, stdout); err != nil {
+		return notJudged(err)
+	}
+	if len(res.Regressions) > 0 {
+		return gateFailed(fmt.Errorf("%d regression(s) beyond --fail-on", len(res.Regressions)))
+	}
+	return nil
+}
+
+// check refuses, before any report is read, arguments and flags that are
+// not a comparison: every bad --fail-on is named.
+func (o *compareOptions) check(fs *pflag.FlagSet) (compare.Options, error) {
+	opts := compare.Options{AllowAny: o.baselineAny, FailOnUnknown: o.failOnUnknown, Alpha: o.alpha}
 	if fs.NArg() != 2 {
-		fmt.Fprintf(stderr, "tollgate compare: expected OLD.json and NEW.json, got %d arguments\n", fs.NArg())
-		return ExitInvalid
+		return opts, invalid(fmt.Errorf("expected OLD.json and NEW.json, got %d arguments", fs.NArg()))
 	}
 	if !(o.alpha > 0 && o.alpha <= 0.5) {
-		fmt.Fprintf(stderr, "tollgate compare: --alpha %v: want a probability in (0, 0.5], e.g. 0.01\n", o.alpha)
-		return ExitInvalid
+		return opts, invalid(fmt.Errorf("--alpha %v: want a probability in (0, 0.5], e.g. 0.01", o.alpha))
 	}
-	opts := compare.Options{AllowAny: o.baselineAny, FailOnUnknown: o.failOnUnknown, Alpha: o.alpha}
-	bad := false
+	var bad []error
 	for _, s := range o.failOn {
 		t, err := compare.ParseThreshold(s)
 		if err != nil {
-			fmt.Fprintf(stderr, "tollgate compare: %v\n", err)
-			bad = true
+			bad = append(bad, err)
 			continue
 		}
 		opts.FailOn = append(opts.FailOn, t)
 	}
-	if bad {
-		return ExitInvalid
+	if len(bad) > 0 {
+		return opts, invalid(lines(bad...))
 	}
-	if o.markdown != "" && o.markdown != stdoutPath {
+	switch {
+	case o.markdown != "" && o.markdown != stdoutPath:
 		for _, in := range []string{fs.Arg(0), fs.Arg(1)} {
 			if samePath(o.markdown, in) {
-				fmt.Fprintf(stderr, "tollgate compare: --markdown %s: %v: it is an input report and would be overwritten\n", o.markdown, errOutputs)
-				return ExitInvalid
+				return opts, invalid(fmt.Errorf("--markdown %s: %w: it is an input report and would be overwritten", o.markdown, errOutputs))
 			}
 		}
 		if err := report.CheckWritable(o.markdown); err != nil {
-			fmt.Fprintf(stderr, "tollgate compare: --markdown: %v\n", err)
-			return ExitInvalid
+			return opts, invalid(fmt.Errorf("--markdown: %w", err))
 		}
-	} else if o.markdown == "" && fs.Changed("markdown") {
-		fmt.Fprintf(stderr, "tollgate compare: --markdown: %v: an empty path (give a file, or - for stdout)\n", errOutputs)
-		return ExitInvalid
+	case o.markdown == "" && fs.Changed("markdown"):
+		return opts, invalid(fmt.Errorf("--markdown: %w: an empty path (give a file, or - for stdout)", errOutputs))
 	}
-	oldR, err := report.ReadFile(fs.Arg(0))
-	if err != nil {
-		fmt.Fprintf(stderr, "tollgate compare: %v\n", err)
-		return ExitInvalid
-	}
-	newR, err := report.ReadFile(fs.Arg(1))
-	if err != nil {
-		fmt.Fprintf(stderr, "tollgate compare: %v\n", err)
-		return ExitInvalid
-	}
-	res, err := compare.Compare(oldR, newR, opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "tollgate compare: %s vs %s: %v\n", fs.Arg(0), fs.Arg(1), err)
-		return ExitInvalid
-	}
-	if err := writeComparison(res, o.markdown, stdout); err != nil {
-		fmt.Fprintf(stderr, "tollgate compare: %v\n", err)
-		return ExitNotJudged
-	}
-	if len(res.Regressions) > 0 {
-		fmt.Fprintf(stderr, "tollgate compare: %d regression(s) beyond --fail-on\n", len(res.Regressions))
-		return ExitGateFailed
-	}
-	return ExitPass
+	return opts, nil
 }
 
 // writeComparison writes the text table to stdout and, when asked, the

@@ -58,7 +58,7 @@ func TestCompareExitCodes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := cmdCompare(tc.args, &out, &errb)
+			code := exit(&errb, "tollgate compare", cmdCompare(tc.args, &out, &errb))
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out.String(), errb.String())
 			}

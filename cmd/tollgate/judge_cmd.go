@@ -50,57 +50,46 @@ func judgeFlags(stderr io.Writer) (*pflag.FlagSet, *judgeOptions) {
 // cmdJudge evaluates a scenario's gates over a saved report. Everything it
 // reads is known before it judges, so any input it refuses (the report,
 // the baseline, the scenario) is exit 2.
-func cmdJudge(args []string, stdout, stderr io.Writer) int {
+func cmdJudge(args []string, stdout, stderr io.Writer) error {
 	fs, o := judgeFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return ExitPass
-		}
-		fmt.Fprintf(stderr, "tollgate judge: %v\nrun 'tollgate help judge' for the flags\n", err)
-		return ExitInvalid
+	if err := parseFlags(fs, args, "run 'tollgate help judge' for the flags"); err != nil {
+		return err
 	}
 	if fs.NArg() != 2 {
-		fmt.Fprintf(stderr, "tollgate judge: expected SCENARIO and REPORT.json, got %d arguments\n", fs.NArg())
-		return ExitInvalid
+		return invalid(fmt.Errorf("expected SCENARIO and REPORT.json, got %d arguments", fs.NArg()))
 	}
 	path, reportPath := fs.Arg(0), fs.Arg(1)
 	rep, err := report.ReadFile(reportPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate judge: %v (give a report written by tollgate run --json-out)\n", err)
-		return ExitInvalid
+		return invalid(fmt.Errorf("%w (give a report written by tollgate run --json-out)", err))
 	}
 	if rep.Shard != nil {
-		fmt.Fprintf(stderr, "tollgate judge: %s is shard %d of %d of a sharded run: merge the shards first (tollgate merge SHARD.json... --json-out merged.json) and judge the merge\n",
-			reportPath, rep.Shard.Index, rep.Shard.Count)
-		return ExitInvalid
+		return invalid(fmt.Errorf("%s is shard %d of %d of a sharded run: merge the shards first (tollgate merge SHARD.json... --json-out merged.json) and judge the merge",
+			reportPath, rep.Shard.Index, rep.Shard.Count))
 	}
 	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
-		return ExitInvalid
+		return invalid(err)
 	}
 	if rep.Repetitions != nil {
 		o.load.repeatRuns = rep.Repetitions.Count // its gates may read them
 	}
-	p, ok := prepare(path, o.load, true, baseEnv, stderr)
-	if !ok {
-		return ExitInvalid
+	p, err := prepare(path, o.load, true, baseEnv, stderr)
+	if err != nil {
+		return err
 	}
 	// The report must have measured what this scenario measures.
 	fresh := engine.New(p.sc, engine.Options{ToolVersion: toolVersion()}).Scenario
 	if err := sameScenario(rep.Scenario, fresh); err != nil {
-		fmt.Fprintf(stderr, "tollgate judge: %s was not measured by %s: %v\n", reportPath, path, err)
-		return ExitInvalid
+		return fmt.Errorf("%s was not measured by %s: %w", reportPath, path, err) // errOtherScenario: invalid
 	}
 	if base != nil {
 		if err := baselineComparable(base, rep, o.baselineAny); err != nil {
-			fmt.Fprintf(stderr, "tollgate judge: --baseline %s: %v\n", o.baseline, err)
-			return ExitInvalid
+			return invalid(fmt.Errorf("--baseline %s: %w", o.baseline, err))
 		}
 	}
 	if err := o.out.check(fs, map[string]string{"scenario file": path, "report": reportPath, "baseline": o.baseline}); err != nil {
-		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
-		return ExitInvalid
+		return err // errOutputs: invalid
 	}
 	dataStdout, ciStdout := stdout, stdout
 	if o.out.toStdout() {
@@ -113,45 +102,47 @@ func cmdJudge(args []string, stdout, stderr io.Writer) int {
 	// The report now carries the scenario that judged it: its vars and
 	// descriptions (its identity is the report's own).
 	rep.Scenario = fresh
-	verdict := judgeSaved(rep, p, baseEnv, stderr)
+	verdict, errs := judgeSaved(rep, p, baseEnv)
 	status, _ := gates.Verdict(verdict)
 	if !rep.Incomplete {
 		rep.Status = status
 	}
 
-	if !writeOutputs("tollgate judge", rep, base, o.out, path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout, err: stderr}) {
+	if failed := writeOutputs(rep, base, o.out, path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout}); len(failed) > 0 {
+		errs = append(errs, failed...)
 		verdict.OutputFailed = true
 	}
 	_, code := gates.Verdict(verdict)
-	return code
+	return withCode(code, lines(errs...))
 }
 
-// judgeSaved evaluates the gates over a saved report. A report of a run
-// that did not complete is judged (its gates may say why) but exits 3,
-// as run would have; an interrupted one is partial and not judged.
-func judgeSaved(rep *report.Report, p *prepared, baseEnv map[string]any, stderr io.Writer) gates.Outcome {
+// judgeSaved evaluates the gates over a saved report, and says why its
+// verdict is not theirs, if it is not (one error each). A report of a run
+// that did not complete is judged (its gates may say why) but exits 3, as
+// run would have; an interrupted one is partial and not judged.
+func judgeSaved(rep *report.Report, p *prepared, baseEnv map[string]any) (gates.Outcome, []error) {
 	failed := view.FailedRuns(rep)
 	verdict := gates.Outcome{Completed: len(failed) == 0}
+	var errs []error
 	for _, run := range failed {
-		fmt.Fprintf(stderr, "tollgate judge: run %s did not complete: %s\n", run.Name, run.Error)
+		errs = append(errs, fmt.Errorf("run %s did not complete: %s", run.Name, run.Error))
 	}
 	if view.Interrupted(rep) {
-		fmt.Fprintln(stderr, "tollgate judge: the report is incomplete (its run was interrupted); its gates are not judged")
+		errs = append(errs, errors.New("the report is incomplete (its run was interrupted); its gates are not judged"))
 		verdict.Completed, verdict.Unjudged = false, true
-		return verdict
+		return verdict, errs
 	}
 	env, err := gates.Env(rep, p.sc.Vars)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate judge: %v\n", err)
 		verdict.Unjudged = true
-		return verdict
+		return verdict, append(errs, err)
 	}
 	if baseEnv != nil {
 		env["baseline"] = baseEnv
 	}
 	rep.Gates = p.gates.Evaluate(env)
 	verdict.Results = rep.Gates
-	return verdict
+	return verdict, errs
 }
 
 // sameScenario checks that a saved report's scenario is the one given:

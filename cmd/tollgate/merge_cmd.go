@@ -32,45 +32,36 @@ func mergeFlags(stderr io.Writer) (*pflag.FlagSet, *outputs) {
 	return fs, out
 }
 
-func cmdMerge(args []string, stdout, stderr io.Writer) int {
+func cmdMerge(args []string, stdout, stderr io.Writer) error {
 	fs, out := mergeFlags(stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing on stdout; errors still go to stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return ExitPass
-		}
-		fmt.Fprintf(stderr, "tollgate merge: %v\nrun 'tollgate help merge' for the flags\n", err)
-		return ExitInvalid
+	if err := parseFlags(fs, args, "run 'tollgate help merge' for the flags"); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "tollgate merge: expected the shard reports (SHARD.json...)")
-		return ExitInvalid
+		return invalid(errors.New("expected the shard reports (SHARD.json...)"))
 	}
 	if !out.any() {
-		fmt.Fprintln(stderr, "tollgate merge: nothing to write: give --json-out PATH (or another output)")
-		return ExitInvalid
+		return invalid(errors.New("nothing to write: give --json-out PATH (or another output)"))
 	}
 	inputs := map[string]string{}
 	for i, f := range fs.Args() {
 		inputs[fmt.Sprintf("shard report %d", i+1)] = f
 	}
 	if err := out.check(fs, inputs); err != nil {
-		fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
-		return ExitInvalid
+		return err // errOutputs: invalid
 	}
 	var shards []*report.Report
 	for _, f := range fs.Args() {
 		r, err := report.ReadFile(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
-			return ExitInvalid
+			return invalid(err)
 		}
 		shards = append(shards, r)
 	}
 	merged, err := fold.Merge(shards, fs.Args())
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
-		return ExitInvalid
+		return invalid(err)
 	}
 	dataStdout := stdout
 	if out.toStdout() {
@@ -79,19 +70,21 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	if *quiet {
 		stdout = io.Discard
 	}
-	code := ExitPass
+	// Every output is attempted; what failed, and every shard's run that
+	// did not complete, is said once they are.
+	var errs []error
 	fmt.Fprintf(stdout, "merged %d shards of %s\n", len(shards), merged.Scenario.Name)
 	if err := text.Summary(stdout, merged); err != nil {
-		fmt.Fprintf(stderr, "tollgate merge: writing summary: %v\n", err)
-		code = ExitNotJudged
+		errs = append(errs, fmt.Errorf("writing summary: %w", err))
 	}
 	if err := out.write(merged, nil, dataStdout, stdout); err != nil {
-		fmt.Fprintf(stderr, "tollgate merge: %v\n", err)
-		code = ExitNotJudged
+		errs = append(errs, err)
 	}
 	for _, run := range view.FailedRuns(merged) {
-		fmt.Fprintf(stderr, "tollgate merge: run %s did not complete: %s\n", run.Name, run.Error)
-		code = ExitNotJudged
+		errs = append(errs, fmt.Errorf("run %s did not complete: %s", run.Name, run.Error))
 	}
-	return code
+	if len(errs) > 0 {
+		return notJudged(lines(errs...))
+	}
+	return nil
 }

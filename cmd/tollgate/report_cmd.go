@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -33,37 +34,31 @@ func reportFlags(stderr io.Writer) (*pflag.FlagSet, *reportOptions) {
 // cmdReport renders an existing report; it judges nothing, so it exits 0
 // whatever the report's verdict, 2 for a bad invocation or a file that is not
 // a tollgate report, and 3 when the page cannot be written.
-func cmdReport(args []string, stdout, stderr io.Writer) int {
+func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fs, o := reportFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return ExitPass
-		}
-		fmt.Fprintf(stderr, "tollgate report: %v\n%s%s", err, reportUsage, fs.FlagUsages())
-		return ExitInvalid
+	// A mistake is followed by the usage (less its last newline: the
+	// error's line ends it).
+	help := strings.TrimSuffix(reportUsage+fs.FlagUsages(), "\n")
+	if err := parseFlags(fs, args, help); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintf(stderr, "tollgate report: expected one REPORT.json, got %d arguments\n%s%s", fs.NArg(), reportUsage, fs.FlagUsages())
-		return ExitInvalid
+		return invalid(fmt.Errorf("expected one REPORT.json, got %d arguments\n%s", fs.NArg(), help))
 	}
 	if !o.out.any() {
-		fmt.Fprintf(stderr, "tollgate report: nothing to write: give --html, --junit, --markdown or --csv PATH\n")
-		return ExitInvalid
+		return invalid(errors.New("nothing to write: give --html, --junit, --markdown or --csv PATH"))
 	}
 	if err := o.out.check(fs, map[string]string{"report": fs.Arg(0), "baseline": o.baseline}); err != nil {
-		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
-		return ExitInvalid
+		return err // errOutputs: invalid
 	}
 	r, err := report.ReadFile(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
-		return ExitInvalid
+		return invalid(err)
 	}
 	var base *report.Report
 	if o.baseline != "" {
 		if base, err = report.ReadFile(o.baseline); err != nil {
-			fmt.Fprintf(stderr, "tollgate report: --baseline: %v\n", err)
-			return ExitInvalid
+			return invalid(fmt.Errorf("--baseline: %w", err))
 		}
 	}
 	wrote := stdout
@@ -71,8 +66,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		wrote = stderr
 	}
 	if err := o.out.write(r, base, stdout, wrote); err != nil {
-		fmt.Fprintf(stderr, "tollgate report: %v\n", err)
-		return ExitNotJudged
+		return notJudged(err)
 	}
-	return ExitPass
+	return nil
 }

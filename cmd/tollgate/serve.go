@@ -63,62 +63,55 @@ func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Con
 }
 
 // cmdServe runs the embedded simulator until SIGINT or SIGTERM.
-func cmdServe(args []string, stdout, stderr io.Writer) int {
+func cmdServe(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return serve(ctx, args, stdout, stderr)
 }
 
 // serve runs the simulator until ctx ends.
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, get := serveFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return ExitPass
-		}
-		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
-		return ExitInvalid
+	if err := parseFlags(fs, args, ""); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tollgate serve: unexpected arguments %v\n", fs.Args())
-		return ExitInvalid
+		return invalid(fmt.Errorf("unexpected arguments %v", fs.Args()))
 	}
 	o, cfg := get()
 	if err := checkAddr(o.addr); err != nil {
-		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
-		return ExitInvalid
+		return err // errAddr: invalid
 	}
 	var logFile *os.File
 	if o.requestLog != "" {
 		f, err := os.OpenFile(o.requestLog, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 		if err != nil {
-			fmt.Fprintf(stderr, "tollgate serve: --request-log: %v\n", err)
-			return ExitInvalid
+			return invalid(fmt.Errorf("--request-log: %w", err))
 		}
 		logFile = f
 		cfg.RequestLog = f
 	}
-	code := serveUntil(ctx, o.addr, cfg, stdout, stderr)
+	err := serveUntil(ctx, o.addr, cfg, stdout)
 	if logFile != nil {
-		if err := logFile.Close(); err != nil {
-			fmt.Fprintf(stderr, "tollgate serve: --request-log: %v\n", err)
-			code = max(code, ExitNotJudged)
+		if cerr := logFile.Close(); cerr != nil {
+			// The log's failure is said after the server's; the exit code
+			// is the server's when that is worse.
+			code := max(codeOf(err), ExitNotJudged)
+			err = &exitError{code, lines(err, fmt.Errorf("--request-log: %w", cerr))}
 		}
 	}
-	return code
+	return err
 }
 
-func serveUntil(ctx context.Context, addr string, cfg sim.Config, stdout, stderr io.Writer) int {
+func serveUntil(ctx context.Context, addr string, cfg sim.Config, stdout io.Writer) error {
 	srv, err := sim.New(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
-		return ExitInvalid
+		return invalid(err)
 	}
 	url, err := srv.Start(ctx, addr)
 	if err != nil {
 		_ = srv.Close()
-		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
-		return ExitNotJudged
+		return notJudged(err)
 	}
 	eff := srv.Config()
 	fmt.Fprintf(stdout, "tollgate simulator serving %s at %s (Ctrl-C to stop)\n", eff.Model, url)
@@ -129,10 +122,9 @@ func serveUntil(ctx context.Context, addr string, cfg sim.Config, stdout, stderr
 		eff.DecodeStep, eff.DecodeStepPerSeq, step(32), step(256))
 	<-ctx.Done()
 	if err := srv.Close(); err != nil {
-		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
-		return ExitNotJudged
+		return notJudged(err)
 	}
-	return ExitPass
+	return nil
 }
 
 // errAddr is what an --addr that is not HOST:PORT wraps.
