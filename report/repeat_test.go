@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 )
 
 // Three repetitions whose decode TPOT p50 is 10, 30 and 20 ms: every
@@ -16,7 +16,7 @@ import (
 func TestRepeatSummarisesEveryFigure(t *testing.T) {
 	var reps []*report.Report
 	for _, tpot := range []float64{10, 30, 20} {
-		r := fixture.LiveReport()
+		r := testfixture.LiveReport()
 		r.Runs["embedded"].Phases["decode"].ServingMetrics.TPOTMS = report.NewStat([]float64{tpot})
 		reps = append(reps, r)
 	}

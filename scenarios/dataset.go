@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tollgate-dev/tollgate/engine/workload"
+	"github.com/tollgate-dev/tollgate/workload"
 )
 
 // MaxDatasetPool bounds the prompts a phase keeps from a dataset when it

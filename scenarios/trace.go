@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tollgate-dev/tollgate/engine/workload"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/workload"
 )
 
 // PhaseTrace replays a request trace with its timestamps.

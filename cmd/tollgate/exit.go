@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -111,7 +112,7 @@ func classOf(err error) int {
 	}
 	for _, s := range []error{
 		scenarios.ErrTooLarge,
-		report.ErrNotReport, report.ErrSchemaVersion, report.ErrMerge,
+		report.ErrNotReport, report.ErrSchemaVersion, fold.ErrMerge,
 		compare.ErrIncomparable, compare.ErrNoMetric,
 		errOutputs, errShard, errAddr, errNoBaseline, errOtherScenario,
 	} {

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -46,7 +47,7 @@ func TestCodeOf(t *testing.T) {
 		{"gate problems", bare(errors.Join(gates.Problem{Gate: "g", Err: gates.ErrSyntax})), ExitInvalid},
 		{"not a report", wrap(report.ErrNotReport), ExitInvalid},
 		{"schema version", wrap(report.ErrSchemaVersion), ExitInvalid},
-		{"merge refused", wrap(report.ErrMerge), ExitInvalid},
+		{"merge refused", wrap(fold.ErrMerge), ExitInvalid},
 		{"incomparable reports", wrap(compare.ErrIncomparable), ExitInvalid},
 		{"--fail-on naming no metric", wrap(compare.ErrNoMetric), ExitInvalid},
 		{"output paths refused", wrap(errOutputs), ExitInvalid},

@@ -1,10 +1,10 @@
 package live
 
 import (
-	"github.com/tollgate-dev/tollgate/engine/workload"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/stats"
+	"github.com/tollgate-dev/tollgate/workload"
 )
 
 // datasetMaxTokens is request i's max_tokens from its dataset prompt (the

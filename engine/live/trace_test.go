@@ -17,8 +17,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/sim"
-	"github.com/tollgate-dev/tollgate/engine/workload"
 	"github.com/tollgate-dev/tollgate/scenarios"
+	"github.com/tollgate-dev/tollgate/workload"
 )
 
 // syncBuffer is a request log the simulator writes while the test reads.

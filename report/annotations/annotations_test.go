@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestWriter(t *testing.T) {
-	fixture.CheckWriter(t, "annotations.txt", *update, func(w io.Writer, r *report.Report) error { return Write(w, r, r.Scenario.File) })
+	testfixture.CheckWriter(t, "annotations.txt", *update, func(w io.Writer, r *report.Report) error { return Write(w, r, r.Scenario.File) })
 }
 
 func TestEscaping(t *testing.T) {

@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine"
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestWriter(t *testing.T) {
-	fixture.CheckWriter(t, "csv", *update, func(w io.Writer, r *report.Report) error { return Write(w, r) })
+	testfixture.CheckWriter(t, "csv", *update, func(w io.Writer, r *report.Report) error { return Write(w, r) })
 }
 
 func TestCSVHeaderLayout(t *testing.T) {
@@ -38,7 +38,7 @@ func TestCSVHeaderLayout(t *testing.T) {
 	}
 	// Every row has exactly the header's width.
 	var buf bytes.Buffer
-	if err := Write(&buf, fixture.SeamReport()); err != nil {
+	if err := Write(&buf, testfixture.SeamReport()); err != nil {
 		t.Fatal(err)
 	}
 	for n, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
@@ -106,7 +106,7 @@ func TestEveryPhaseKindHasRows(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		r    *report.Report
-	}{{"in-process", r}, {"read back from JSON", fixture.RoundTrip(t, r)}} {
+	}{{"in-process", r}, {"read back from JSON", testfixture.RoundTrip(t, r)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Write(&buf, tc.r); err != nil {

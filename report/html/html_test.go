@@ -17,8 +17,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -56,7 +56,7 @@ func judge(t *testing.T, r *report.Report, sc *scenarios.Scenario) *report.Repor
 }
 
 // viaJSON round-trips a report as `tollgate report` reads it: samples become []any.
-func viaJSON(t *testing.T, r *report.Report) *report.Report { return fixture.RoundTrip(t, r) }
+func viaJSON(t *testing.T, r *report.Report) *report.Report { return testfixture.RoundTrip(t, r) }
 
 func render(t *testing.T, r, base *report.Report) string {
 	t.Helper()

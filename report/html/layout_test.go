@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine"
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -146,7 +146,7 @@ func layoutReports(t *testing.T) []struct {
 	}{
 		{"every-kind", runEveryKind(t), nil},
 		{"route-session-baseline", rs, viaJSON(t, rs)},
-		{"live-incomplete", fixture.LiveReport(), nil},
+		{"live-incomplete", testfixture.LiveReport(), nil},
 	}
 }
 
@@ -367,7 +367,7 @@ func TestCDFSlicesAndSLOLines(t *testing.T) {
 
 // Every chart is drawn twice, wide and narrow, with the same series.
 func TestChartsDrawnWideAndNarrow(t *testing.T) {
-	page := render(t, fixture.LiveReport(), nil)
+	page := render(t, testfixture.LiveReport(), nil)
 	wide, narrow := strings.Count(page, `class="chart" viewBox="0 0 520 310"`), strings.Count(page, `class="chart narrow" viewBox="0 0 320 290"`)
 	if wide == 0 || wide != narrow {
 		t.Errorf("%d wide and %d narrow drawings, want one of each per chart", wide, narrow)

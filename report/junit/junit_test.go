@@ -7,14 +7,14 @@ import (
 	"io"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestWriter(t *testing.T) {
-	fixture.CheckWriter(t, "junit.xml", *update, func(w io.Writer, r *report.Report) error { return Write(w, r) })
+	testfixture.CheckWriter(t, "junit.xml", *update, func(w io.Writer, r *report.Report) error { return Write(w, r) })
 }
 
 func TestJUnitCounts(t *testing.T) {
@@ -24,16 +24,16 @@ func TestJUnitCounts(t *testing.T) {
 		tests, failures, errors, skipped int
 		runCase                          bool
 	}{
-		{name: "failed gate, errored gate, optional, failed run", r: fixture.SeamReport(), tests: 5, failures: 1, errors: 2, skipped: 1, runCase: true},
-		{name: "interrupted", r: fixture.LiveReport(), tests: 2, errors: 1, runCase: true},
+		{name: "failed gate, errored gate, optional, failed run", r: testfixture.SeamReport(), tests: 5, failures: 1, errors: 2, skipped: 1, runCase: true},
+		{name: "interrupted", r: testfixture.LiveReport(), tests: 2, errors: 1, runCase: true},
 		{name: "error from a gate only", r: func() *report.Report {
-			r := fixture.SeamReport()
+			r := testfixture.SeamReport()
 			r.Runs["relay/cached"].Status, r.Status = "ok", report.StatusError
 			r.Gates = r.Gates[2:3]
 			return r
 		}(), tests: 1, errors: 1},
 		{name: "error with nothing to blame", r: func() *report.Report {
-			r := fixture.SeamReport()
+			r := testfixture.SeamReport()
 			r.Runs["relay/cached"].Status, r.Status = "ok", report.StatusError
 			r.Gates = nil
 			return r

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/compare"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 )
 
 // comparePairs are pairs of reports with changes of every kind: a
@@ -19,11 +19,11 @@ func comparePairs(t *testing.T) []struct {
 	old, new *report.Report
 	failOn   []string
 } {
-	route := fixture.RoundTrip(t, fixture.RouteSession(t))
-	slower := fixture.RoundTrip(t, route)
+	route := testfixture.RoundTrip(t, testfixture.RouteSession(t))
+	slower := testfixture.RoundTrip(t, route)
 	*slower.Runs["relay/cached"].Phases["decode"].SeamLatencyMS.P50 *= 1.2
-	live := fixture.RoundTrip(t, fixture.LiveReport())
-	liveSlower := fixture.RoundTrip(t, live)
+	live := testfixture.RoundTrip(t, testfixture.LiveReport())
+	liveSlower := testfixture.RoundTrip(t, live)
 	p := liveSlower.Runs["embedded"].Phases["prefill"].ByPromptTokens["1024"].TTFTMS.P50
 	*p *= 1.5
 	return []struct {
@@ -111,8 +111,8 @@ func TestComparisonGolden(t *testing.T) {
 	if err := WriteComparison(&b, res); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Golden(t, "compare-live.md", b.Bytes(), *update)
-	if err := WriteComparison(&fixture.FailWriter{N: 10}, res); !errors.Is(err, fixture.ErrDiskFull) {
+	testfixture.Golden(t, "compare-live.md", b.Bytes(), *update)
+	if err := WriteComparison(&testfixture.FailWriter{N: 10}, res); !errors.Is(err, testfixture.ErrDiskFull) {
 		t.Errorf("error %v, want ErrDiskFull", err)
 	}
 }

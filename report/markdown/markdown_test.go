@@ -5,14 +5,14 @@ import (
 	"io"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestWriter(t *testing.T) {
-	fixture.CheckWriter(t, "md", *update, func(w io.Writer, r *report.Report) error { return Write(w, r) })
+	testfixture.CheckWriter(t, "md", *update, func(w io.Writer, r *report.Report) error { return Write(w, r) })
 }
 
 func TestCell(t *testing.T) {

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/annotations"
 	"github.com/tollgate-dev/tollgate/report/csv"
 	"github.com/tollgate-dev/tollgate/report/html"
-	"github.com/tollgate-dev/tollgate/report/internal/fixture"
 	"github.com/tollgate-dev/tollgate/report/junit"
 	"github.com/tollgate-dev/tollgate/report/markdown"
 	"github.com/tollgate-dev/tollgate/report/text"
@@ -54,7 +54,7 @@ const hostile = "a\x00b \x1b[31mred\x1b[0m \rPASS \xff\xfe \u2028 | x | `y`\nnex
 // words reach a report: run errors, the model id, target metadata, request
 // errors and warnings, samples, gate messages and observed values.
 func hostileReport() *report.Report {
-	r := fixture.LiveReport()
+	r := testfixture.LiveReport()
 	r.Scenario.Name = "quick" + hostile
 	r.Host.Hostname = hostile
 	run := r.Runs["embedded"]
@@ -102,7 +102,7 @@ func TestRenderersSanitiseWireText(t *testing.T) {
 		r    func(t *testing.T) *report.Report
 	}{
 		{"in-process", func(*testing.T) *report.Report { return hostileReport() }},
-		{"decoded from JSON", func(t *testing.T) *report.Report { return fixture.RoundTrip(t, hostileReport()) }},
+		{"decoded from JSON", func(t *testing.T) *report.Report { return testfixture.RoundTrip(t, hostileReport()) }},
 	}
 	for _, rep := range reports {
 		for _, w := range writers {
@@ -186,12 +186,12 @@ func checkAnnotations(t *testing.T, out []byte) {
 // TestSanitizedLeavesTheReport: the writers clean a copy.
 func TestSanitizedLeavesTheReport(t *testing.T) {
 	r := hostileReport()
-	before := fixture.RoundTrip(t, r)
+	before := testfixture.RoundTrip(t, r)
 	s := view.Sanitized(r)
 	if s.Runs["embedded"].Target.Model == r.Runs["embedded"].Target.Model {
 		t.Errorf("model id not cleaned: %q", s.Runs["embedded"].Target.Model)
 	}
-	if !reflect.DeepEqual(fixture.RoundTrip(t, r), before) {
+	if !reflect.DeepEqual(testfixture.RoundTrip(t, r), before) {
 		t.Errorf("Sanitized modified its argument")
 	}
 	if !s.StartedAt.Equal(r.StartedAt) {

@@ -28,7 +28,7 @@ var exampleFiles = map[string]func() []byte{
 }
 
 func TestExampleDataIsGenerated(t *testing.T) {
-	dir := filepath.Join("..", "..", "examples", "data")
+	dir := filepath.Join("..", "examples", "data")
 	for name, gen := range exampleFiles {
 		t.Run(name, func(t *testing.T) {
 			want := gen()
@@ -41,10 +41,10 @@ func TestExampleDataIsGenerated(t *testing.T) {
 			}
 			got, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (go test ./engine/workload -run TestExampleDataIsGenerated -update)", err)
+				t.Fatalf("%v (go test ./workload -run TestExampleDataIsGenerated -update)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Fatalf("%s differs from its generator; go test ./engine/workload -run TestExampleDataIsGenerated -update", path)
+				t.Fatalf("%s differs from its generator; go test ./workload -run TestExampleDataIsGenerated -update", path)
 			}
 		})
 	}
