@@ -370,32 +370,30 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 		sig, sat = saturation(recs, from, to, end, openLoop)
 	}
 	pr.Saturation = append(pr.Saturation, sig...)
+	judgeProbe(c, pr, probeFigures{m: m, queue: lp.QueueMS, good: good, unfinished: unfinished}, sat, sig, shape)
+	return pr
+}
+
+// probeFigures are what a probe's window measured, for its objectives.
+type probeFigures struct {
+	m          *report.ServingMetrics
+	queue      report.Stat
+	good       int
+	unfinished int
+}
+
+// judgeProbe holds a probe's figures against the objectives and gives its
+// verdict: saturated, pass, or fail with the reasons.
+func judgeProbe(c *scenarios.Capacity, pr *report.CapacityProbe, f probeFigures, sat bool, sig []string, shape bool) {
 	// Objectives read the window's aggregate; a statistic with no samples
 	// fails its objective (it cannot be shown to pass).
 	var doc map[string]map[string]any
-	if data, err := json.Marshal(m); err == nil {
+	if data, err := json.Marshal(f.m); err == nil {
 		_ = json.Unmarshal(data, &doc)
 	}
-	qs := lp.QueueMS
 	pass := true
 	for _, o := range c.Objectives {
-		var val *float64
-		switch o.Metric {
-		case "error_rate":
-			if pr.Requests > 0 {
-				val = report.F(float64(m.Errors.Count+unfinished) / float64(pr.Requests))
-			}
-		case "goodput_pct":
-			if pr.Requests > 0 {
-				val = report.F(100 * float64(good) / float64(pr.Requests))
-			}
-		case "queue_ms":
-			val = statField(qs, o.Stat)
-		default:
-			if f, ok := doc[o.Metric][o.Stat].(float64); ok {
-				val = &f
-			}
-		}
+		val := objectiveValue(o, pr, f, doc)
 		ok := val != nil && (o.Op == "<=" && *val <= o.Limit || o.Op == ">=" && *val >= o.Limit)
 		pr.Objectives = append(pr.Objectives, report.ObjectiveValue{Objective: o.Text, Value: val, Pass: ok})
 		if !ok {
@@ -407,11 +405,11 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 			}
 		}
 	}
-	if unfinished > 0 {
+	if f.unfinished > 0 {
 		pass = false
-		pr.Reasons = append(pr.Reasons, fmt.Sprintf("%d requests unanswered when the probe ended", unfinished))
+		pr.Reasons = append(pr.Reasons, fmt.Sprintf("%d requests unanswered when the probe ended", f.unfinished))
 	}
-	if m.Requests+unfinished < c.Probe.MinRequests && !pr.CutShort && !shape {
+	if f.m.Requests+f.unfinished < c.Probe.MinRequests && !pr.CutShort && !shape {
 		pass = false
 		pr.Reasons = append(pr.Reasons, fmt.Sprintf("only %d requests in the window, under probe.min_requests %d", pr.Requests, c.Probe.MinRequests))
 	}
@@ -424,7 +422,28 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 	default:
 		pr.Verdict = report.ProbeFail
 	}
-	return pr
+}
+
+// objectiveValue is an objective's metric over the probe's window (nil when
+// the window has none).
+func objectiveValue(o scenarios.Objective, pr *report.CapacityProbe, f probeFigures, doc map[string]map[string]any) *float64 {
+	switch o.Metric {
+	case "error_rate":
+		if pr.Requests > 0 {
+			return report.F(float64(f.m.Errors.Count+f.unfinished) / float64(pr.Requests))
+		}
+	case "goodput_pct":
+		if pr.Requests > 0 {
+			return report.F(100 * float64(f.good) / float64(pr.Requests))
+		}
+	case "queue_ms":
+		return statField(f.queue, o.Stat)
+	default:
+		if v, ok := doc[o.Metric][o.Stat].(float64); ok {
+			return &v
+		}
+	}
+	return nil
 }
 
 func statField(s report.Stat, name string) *float64 {

@@ -70,54 +70,7 @@ func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals 
 	first, last := third(0), third(2)
 	signals = []string{}
 	if openLoop {
-		half := from.Add(span / 2)
-		arrived, served := 0, 0
-		for _, r := range recs {
-			if !r.sent.Before(half) && r.sent.Before(to) {
-				arrived++
-			}
-			if !r.end.IsZero() && !r.end.Before(half) && r.end.Before(to) {
-				served++
-			}
-		}
-		secs := to.Sub(half).Seconds()
-		if arrived >= minSaturationRecords/2 && float64(served) < servedRatio*float64(arrived) {
-			signals = append(signals, fmt.Sprintf("not served: %.3g completions/s behind %.3g arrivals/s", float64(served)/secs, float64(arrived)/secs))
-		}
-		inflight := func(t time.Time) int {
-			n := 0
-			for _, r := range recs {
-				if !r.sent.After(t) && (r.end.IsZero() || r.end.After(t)) {
-					n++
-				}
-			}
-			return n
-		}
-		var early float64
-		for k := 0; k < 4; k++ {
-			early += float64(inflight(from.Add(span * time.Duration(k) / 12)))
-		}
-		early /= 4
-		endAt := to
-		if now.Before(to) {
-			endAt = now
-		}
-		if late := inflight(endAt); float64(late) > growth*early+2 {
-			signals = append(signals, fmt.Sprintf("in flight grows: %.3g early in the window, %d at its end", early, late))
-		}
-		q := func(rs []record) float64 {
-			if len(rs) == 0 {
-				return 0
-			}
-			var s float64
-			for _, r := range rs {
-				s += float64(r.sent.Sub(r.scheduled).Microseconds()) / 1000
-			}
-			return s / float64(len(rs))
-		}
-		if q0, q2 := q(first), q(last); len(last) > 0 && q2 > growth*q0+5 {
-			signals = append(signals, fmt.Sprintf("queue_ms grows: mean %.3g ms in the first third, %.3g ms in the last", q0, q2))
-		}
+		signals = openLoopSignals(recs, first, last, from, to, now)
 	}
 	med := func(rs []record) (float64, bool) {
 		var v []float64
@@ -141,6 +94,62 @@ func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals 
 		return signals, len(signals) > 0
 	}
 	return signals, len(signals) >= 2
+}
+
+// openLoopSignals are the signals only an open loop shows: completions
+// behind arrivals, a growing number in flight, growing lateness.
+func openLoopSignals(recs, first, last []record, from, to, now time.Time) []string {
+	signals := []string{}
+	span := to.Sub(from)
+	half := from.Add(span / 2)
+	arrived, served := 0, 0
+	for _, r := range recs {
+		if !r.sent.Before(half) && r.sent.Before(to) {
+			arrived++
+		}
+		if !r.end.IsZero() && !r.end.Before(half) && r.end.Before(to) {
+			served++
+		}
+	}
+	secs := to.Sub(half).Seconds()
+	if arrived >= minSaturationRecords/2 && float64(served) < servedRatio*float64(arrived) {
+		signals = append(signals, fmt.Sprintf("not served: %.3g completions/s behind %.3g arrivals/s", float64(served)/secs, float64(arrived)/secs))
+	}
+	inflight := func(t time.Time) int {
+		n := 0
+		for _, r := range recs {
+			if !r.sent.After(t) && (r.end.IsZero() || r.end.After(t)) {
+				n++
+			}
+		}
+		return n
+	}
+	var early float64
+	for k := 0; k < 4; k++ {
+		early += float64(inflight(from.Add(span * time.Duration(k) / 12)))
+	}
+	early /= 4
+	endAt := to
+	if now.Before(to) {
+		endAt = now
+	}
+	if late := inflight(endAt); float64(late) > growth*early+2 {
+		signals = append(signals, fmt.Sprintf("in flight grows: %.3g early in the window, %d at its end", early, late))
+	}
+	q := func(rs []record) float64 {
+		if len(rs) == 0 {
+			return 0
+		}
+		var s float64
+		for _, r := range rs {
+			s += float64(r.sent.Sub(r.scheduled).Microseconds()) / 1000
+		}
+		return s / float64(len(rs))
+	}
+	if q0, q2 := q(first), q(last); len(last) > 0 && q2 > growth*q0+5 {
+		signals = append(signals, fmt.Sprintf("queue_ms grows: mean %.3g ms in the first third, %.3g ms in the last", q0, q2))
+	}
+	return signals
 }
 
 // saturatedPoint judges a finished sweep point for stop_when_saturated: it
