@@ -17,6 +17,10 @@ import (
 // one file with one type and one line in Kinds.
 type PhaseKind interface {
 	Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error
+	// MaxInFlight is the most requests p keeps in flight at once (1 for a
+	// kind that sends them one after another); the keep-alive pool is sized
+	// to the largest over a run's phases (poolSize).
+	MaxInFlight(p *scenarios.Phase) int
 }
 
 // Kinds are the live phase kinds by name.

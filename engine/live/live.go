@@ -7,7 +7,6 @@
 package live
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -373,35 +372,23 @@ func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []measure.M
 	return "", nil, false
 }
 
+// minPoolConns is the keep-alive pool's size when no phase keeps more
+// requests in flight.
+const minPoolConns = 4
+
+// maxPoolConns bounds what an open loop's kind asks of the pool when the
+// phase sets no max_in_flight (and what any max_in_flight may ask).
+const maxPoolConns = 4096
+
 // poolSize sizes the keep-alive pool to the most requests any phase keeps in
-// flight, so load never pays for connection churn.
+// flight (each kind's MaxInFlight), so load never pays for connection
+// churn. A phase of a kind the live target does not run asks for nothing;
+// running it fails later, with its name.
 func poolSize(phases []*scenarios.Phase) int {
-	n := 4
+	n := minPoolConns
 	for _, p := range phases {
-		if p.Kind == scenarios.PhaseCapacity {
-			n = max(n, min(int(p.Capacity.Max), 4096))
-		}
-		if p.Kind == scenarios.PhaseTrace {
-			// An open loop too: keep-alive for what it may hold in flight.
-			n = max(n, min(cmp.Or(p.MaxInFlight, 4096), 4096))
-			continue
-		}
-		if p.Kind == scenarios.PhaseSessions || p.Kind == scenarios.PhaseAgent {
-			n = max(n, conversationConns(p))
-		}
-		if p.Kind != scenarios.PhaseLoad {
-			continue
-		}
-		n = max(n, p.Concurrency)
-		for _, c := range p.Sweep.Concurrency {
-			n = max(n, c)
-		}
-		if p.Rate > 0 || len(p.Sweep.Rate) > 0 {
-			limit := p.MaxInFlight
-			if limit == 0 {
-				limit = 4096
-			}
-			n = max(n, min(limit, 4096))
+		if kind, ok := Kinds[p.Kind]; ok {
+			n = max(n, kind.MaxInFlight(p))
 		}
 	}
 	return n
