@@ -39,13 +39,14 @@ type RunOptions struct {
 	Shard *live.Shard
 }
 
-// Drivers are the target kinds by name.
+// Drivers are the target kinds by name, the one registry of them: a live
+// kind's entry also names the wire protocol it speaks.
 var Drivers = map[string]Driver{
 	scenarios.KindSeam:     seamDriver{},
-	scenarios.KindOpenAI:   liveDriver{},
-	scenarios.KindEmbedded: liveDriver{},
-	// The Messages API: the same executor, another protocol (live.Protocols).
-	scenarios.KindAnthropic: liveDriver{},
+	scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI},
+	scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI},
+	// The Messages API: the same executor, another protocol.
+	scenarios.KindAnthropic: liveDriver{protocol: live.Anthropic},
 }
 
 func driverOf(run *scenarios.Run) (Driver, error) {
@@ -87,8 +88,9 @@ func (seamDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) 
 	return seam.Run(ctx, run, opts.Samples)
 }
 
-// liveDriver: an OpenAI-compatible server, or the embedded simulator.
-type liveDriver struct{}
+// liveDriver: a live server (or the embedded simulator) run by the live
+// executor, speaking protocol.
+type liveDriver struct{ protocol live.Protocol }
 
 func (liveDriver) Validate(run *scenarios.Run) error {
 	if !run.Target.Embedded() {
@@ -104,7 +106,8 @@ func (liveDriver) Shape(run *scenarios.Run, samples bool) (*report.Run, error) {
 	return live.Shape(run, samples), nil
 }
 
-func (liveDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {
+func (d liveDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {
 	return live.Run(ctx, run, live.Options{LookupEnv: opts.LookupEnv, Samples: opts.Samples,
-		OnProgress: opts.OnProgress, SampleSink: opts.SampleSink, Grace: opts.Grace, Shard: opts.Shard})
+		OnProgress: opts.OnProgress, SampleSink: opts.SampleSink, Grace: opts.Grace, Shard: opts.Shard,
+		Protocol: d.protocol})
 }

@@ -52,6 +52,9 @@ type Options struct {
 	MaxLoadSamples int
 	// Shard, when set, makes this run one shard of a sharded run (shard.go).
 	Shard *Shard
+	// Protocol is the wire protocol the target speaks (OpenAI, Anthropic);
+	// engine.Drivers names it for each target kind. Required.
+	Protocol Protocol
 }
 
 // ErrPhase marks a phase stopped because its error rate exceeded max_error_rate.
@@ -115,17 +118,16 @@ type Connect struct {
 	MaxConns int
 }
 
-// Protocols build a target's client by target kind: a new wire protocol is
-// one package plus one line here.
-var Protocols = map[string]func(Connect) (measure.Client, error){
-	scenarios.KindOpenAI:   openaiClient,
-	scenarios.KindEmbedded: openaiClient,
-	scenarios.KindAnthropic: func(c Connect) (measure.Client, error) {
-		return anthropic.New(openaiConfig(c))
-	},
-}
+// Protocol builds a wire protocol's client. Which protocol a target kind
+// speaks is in engine.Drivers, the one registry of target kinds.
+type Protocol func(Connect) (measure.Client, error)
 
-func openaiClient(c Connect) (measure.Client, error) { return openai.New(openaiConfig(c)) }
+// OpenAI is the OpenAI wire format (chat, completions), spoken by the
+// openai and embedded kinds.
+func OpenAI(c Connect) (measure.Client, error) { return openai.New(openaiConfig(c)) }
+
+// Anthropic is the Messages API, over the same transport.
+func Anthropic(c Connect) (measure.Client, error) { return anthropic.New(openaiConfig(c)) }
 
 // openaiConfig is the transport configuration every protocol shares.
 func openaiConfig(c Connect) openai.Config {
@@ -184,11 +186,10 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 			secrets = append(secrets, v)
 		}
 	}
-	newClient, ok := Protocols[run.Target.Kind]
-	if !ok {
+	if opts.Protocol == nil {
 		return out, fmt.Errorf("target kind %q speaks no known protocol", run.Target.Kind)
 	}
-	client, err := newClient(Connect{BaseURL: baseURL, APIKey: apiKey, Secrets: secrets, Target: cfg, MaxConns: poolSize(run.Phases)})
+	client, err := opts.Protocol(Connect{BaseURL: baseURL, APIKey: apiKey, Secrets: secrets, Target: cfg, MaxConns: poolSize(run.Phases)})
 	if err != nil {
 		return out, err
 	}
