@@ -14,8 +14,15 @@ import (
 
 // Driver is a target kind: it can describe the report a run will produce
 // (its shape, for checking gates before anything is sent) and run a
-// scenario run into a report run. A new target kind is one package plus
-// one line in Drivers.
+// scenario run into a report run.
+//
+// A new target kind is its package, a Driver and one entry in Drivers,
+// and also: its name in report/kinds.go; in scenarios, the Kind constant,
+// the kind switch and the lists of kinds in its messages where targets
+// are decoded (model.go), its target's fields and checks; its definition
+// in schema/scenario.schema.json. A kind run by the live executor over a
+// new wire protocol is instead a liveDriver entry naming a live.Protocol
+// (see live.Protocol for what that touches).
 type Driver interface {
 	// Validate checks what the scenario loader cannot (e.g. the simulator's
 	// own config); an error is an invalid scenario.

@@ -1,6 +1,8 @@
 // Package live is the executor for live targets: any OpenAI-compatible
-// server (kind openai) or tollgate's embedded simulator (kind embedded).
-// Each phase kind lives in its own file and is registered in kinds.go; the
+// server (kind openai), tollgate's embedded simulator (kind embedded), or
+// a Messages API server (kind anthropic), each through its Protocol.
+// Each phase kind lives in its own file and is registered in kinds.go
+// (PhaseKind says what else a new kind touches); the
 // shape that gates are checked against comes from running the very same
 // phase code over placeholder results (shape.go), so there is no second,
 // hand-written copy of the report's shape.
@@ -120,6 +122,15 @@ type Connect struct {
 
 // Protocol builds a wire protocol's client. Which protocol a target kind
 // speaks is in engine.Drivers, the one registry of target kinds.
+//
+// A new wire protocol is its package (a measure.Client; engine/anthropic
+// is an openai.Dialect over the shared transport), a constructor here
+// beside OpenAI and Anthropic, and a liveDriver entry in engine.Drivers
+// under its target kind. Its kind also needs what any target kind does
+// (see engine.Driver), the checks that say which endpoints and phase
+// kinds it supports (scenarios: check.go, sessions.go), the placeholder
+// differences of its shape, keyed by target kind (shape.go), and, when it
+// runs on the embedded simulator, the kind kept in decorate (engine.go).
 type Protocol func(Connect) (measure.Client, error)
 
 // OpenAI is the OpenAI wire format (chat, completions), spoken by the
