@@ -14,8 +14,15 @@ import (
 
 // Driver is a target kind: it can describe the report a run will produce
 // (its shape, for checking gates before anything is sent) and run a
-// scenario run into a report run. A new target kind is one package plus
-// one line in Drivers.
+// scenario run into a report run.
+//
+// A new target kind is its package, a Driver and one entry in Drivers,
+// and also: its name in report/kinds.go; in scenarios, the Kind constant,
+// the kind switch and the lists of kinds in its messages where targets
+// are decoded (model.go), its target's fields and checks; its definition
+// in schema/scenario.schema.json. A kind run by the live executor over a
+// new wire protocol is instead a liveDriver entry naming a live.Protocol
+// (see live.Protocol for what that touches).
 type Driver interface {
 	// Validate checks what the scenario loader cannot (e.g. the simulator's
 	// own config); an error is an invalid scenario.
@@ -39,13 +46,14 @@ type RunOptions struct {
 	Shard *live.Shard
 }
 
-// Drivers are the target kinds by name.
+// Drivers are the target kinds by name, the one registry of them: a live
+// kind's entry also names the wire protocol it speaks.
 var Drivers = map[string]Driver{
 	scenarios.KindSeam:     seamDriver{},
-	scenarios.KindOpenAI:   liveDriver{},
-	scenarios.KindEmbedded: liveDriver{},
-	// The Messages API: the same executor, another protocol (live.Protocols).
-	scenarios.KindAnthropic: liveDriver{},
+	scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI},
+	scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI},
+	// The Messages API: the same executor, another protocol.
+	scenarios.KindAnthropic: liveDriver{protocol: live.Anthropic},
 }
 
 func driverOf(run *scenarios.Run) (Driver, error) {
@@ -87,8 +95,9 @@ func (seamDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) 
 	return seam.Run(ctx, run, opts.Samples)
 }
 
-// liveDriver: an OpenAI-compatible server, or the embedded simulator.
-type liveDriver struct{}
+// liveDriver: a live server (or the embedded simulator) run by the live
+// executor, speaking protocol.
+type liveDriver struct{ protocol live.Protocol }
 
 func (liveDriver) Validate(run *scenarios.Run) error {
 	if !run.Target.Embedded() {
@@ -104,7 +113,8 @@ func (liveDriver) Shape(run *scenarios.Run, samples bool) (*report.Run, error) {
 	return live.Shape(run, samples), nil
 }
 
-func (liveDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {
+func (d liveDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {
 	return live.Run(ctx, run, live.Options{LookupEnv: opts.LookupEnv, Samples: opts.Samples,
-		OnProgress: opts.OnProgress, SampleSink: opts.SampleSink, Grace: opts.Grace, Shard: opts.Shard})
+		OnProgress: opts.OnProgress, SampleSink: opts.SampleSink, Grace: opts.Grace, Shard: opts.Shard,
+		Protocol: d.protocol})
 }

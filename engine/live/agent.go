@@ -22,6 +22,9 @@ import (
 // holds each step's metrics and agent the per-task figures.
 type agentKind struct{}
 
+// MaxInFlight is the tasks at once (conversationConns).
+func (agentKind) MaxInFlight(p *scenarios.Phase) int { return conversationConns(p) }
+
 // conversationConns sizes the keep-alive pool for a conversation phase:
 // its sessions at once, or a generous bound for an open loop.
 func conversationConns(p *scenarios.Phase) int {

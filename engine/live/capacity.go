@@ -25,6 +25,12 @@ import (
 // below it.
 type capacityKind struct{}
 
+// MaxInFlight is the search's upper bound (a concurrency, or what a rate
+// may hold in flight), at most maxPoolConns.
+func (capacityKind) MaxInFlight(p *scenarios.Phase) int {
+	return min(int(p.Capacity.Max), maxPoolConns)
+}
+
 // search is the capacity search's state, apart from the network so it can
 // be tested alone.
 type search struct {

@@ -11,6 +11,9 @@ import (
 // max_tokens long enough for decode rates; no breakdown.
 type decodeKind struct{}
 
+// MaxInFlight is 1: its requests go one after another.
+func (decodeKind) MaxInFlight(*scenarios.Phase) int { return 1 }
+
 func (decodeKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
 	plan, err := r.promptPlan(ctx, p, ph, p.Repeat)
 	if err != nil {

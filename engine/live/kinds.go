@@ -14,10 +14,26 @@ import (
 
 // PhaseKind is one kind of live phase. Run fills ph: it plans the phase's
 // requests, sends them through r (real or placeholder, the code is the same)
-// and lays the results out under the keys the kind produces. A new kind is
-// one file with one type and one line in Kinds.
+// and lays the results out under the keys the kind produces; MaxInFlight
+// sizes the keep-alive pool.
+//
+// In this package a new kind is its own file (the type, Run, MaxInFlight)
+// and one line in Kinds; its shape and pool size follow with no other edit
+// here. Outside it, the kind also needs: its name in report/kinds.go (the
+// scenarios package aliases it as a Phase constant); in scenarios, the
+// constant, phaseKinds and its keys in livePhaseKeys (check.go), any new
+// fields in model.go's Phase and its own defaults and checks; its
+// definition in schema/scenario.schema.json (then go test ./schema
+// -update for the derived parts). A kind that fills report keys no kind
+// fills yet also touches the report types, schema/report.schema.json, the
+// shard merge and repetitions (report/merge.go, report/repeat.go) and the
+// writers that show the keys (report/view and the renderers).
 type PhaseKind interface {
 	Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error
+	// MaxInFlight is the most requests p keeps in flight at once (1 for a
+	// kind that sends them one after another); the keep-alive pool is sized
+	// to the largest over a run's phases (poolSize).
+	MaxInFlight(p *scenarios.Phase) int
 }
 
 // Kinds are the live phase kinds by name.

@@ -1,13 +1,14 @@
 // Package live is the executor for live targets: any OpenAI-compatible
-// server (kind openai) or tollgate's embedded simulator (kind embedded).
-// Each phase kind lives in its own file and is registered in kinds.go; the
+// server (kind openai), tollgate's embedded simulator (kind embedded), or
+// a Messages API server (kind anthropic), each through its Protocol.
+// Each phase kind lives in its own file and is registered in kinds.go
+// (PhaseKind says what else a new kind touches); the
 // shape that gates are checked against comes from running the very same
 // phase code over placeholder results (shape.go), so there is no second,
 // hand-written copy of the report's shape.
 package live
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -53,6 +54,9 @@ type Options struct {
 	MaxLoadSamples int
 	// Shard, when set, makes this run one shard of a sharded run (shard.go).
 	Shard *Shard
+	// Protocol is the wire protocol the target speaks (OpenAI, Anthropic);
+	// engine.Drivers names it for each target kind. Required.
+	Protocol Protocol
 }
 
 // ErrPhase marks a phase stopped because its error rate exceeded max_error_rate.
@@ -116,17 +120,25 @@ type Connect struct {
 	MaxConns int
 }
 
-// Protocols build a target's client by target kind: a new wire protocol is
-// one package plus one line here.
-var Protocols = map[string]func(Connect) (measure.Client, error){
-	scenarios.KindOpenAI:   openaiClient,
-	scenarios.KindEmbedded: openaiClient,
-	scenarios.KindAnthropic: func(c Connect) (measure.Client, error) {
-		return anthropic.New(openaiConfig(c))
-	},
-}
+// Protocol builds a wire protocol's client. Which protocol a target kind
+// speaks is in engine.Drivers, the one registry of target kinds.
+//
+// A new wire protocol is its package (a measure.Client; engine/anthropic
+// is an openai.Dialect over the shared transport), a constructor here
+// beside OpenAI and Anthropic, and a liveDriver entry in engine.Drivers
+// under its target kind. Its kind also needs what any target kind does
+// (see engine.Driver), the checks that say which endpoints and phase
+// kinds it supports (scenarios: check.go, sessions.go), the placeholder
+// differences of its shape, keyed by target kind (shape.go), and, when it
+// runs on the embedded simulator, the kind kept in decorate (engine.go).
+type Protocol func(Connect) (measure.Client, error)
 
-func openaiClient(c Connect) (measure.Client, error) { return openai.New(openaiConfig(c)) }
+// OpenAI is the OpenAI wire format (chat, completions), spoken by the
+// openai and embedded kinds.
+func OpenAI(c Connect) (measure.Client, error) { return openai.New(openaiConfig(c)) }
+
+// Anthropic is the Messages API, over the same transport.
+func Anthropic(c Connect) (measure.Client, error) { return anthropic.New(openaiConfig(c)) }
 
 // openaiConfig is the transport configuration every protocol shares.
 func openaiConfig(c Connect) openai.Config {
@@ -185,11 +197,10 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 			secrets = append(secrets, v)
 		}
 	}
-	newClient, ok := Protocols[run.Target.Kind]
-	if !ok {
+	if opts.Protocol == nil {
 		return out, fmt.Errorf("target kind %q speaks no known protocol", run.Target.Kind)
 	}
-	client, err := newClient(Connect{BaseURL: baseURL, APIKey: apiKey, Secrets: secrets, Target: cfg, MaxConns: poolSize(run.Phases)})
+	client, err := opts.Protocol(Connect{BaseURL: baseURL, APIKey: apiKey, Secrets: secrets, Target: cfg, MaxConns: poolSize(run.Phases)})
 	if err != nil {
 		return out, err
 	}
@@ -373,35 +384,23 @@ func (r *runner) fixedPrompt(p *scenarios.Phase, index int) (string, []measure.M
 	return "", nil, false
 }
 
+// minPoolConns is the keep-alive pool's size when no phase keeps more
+// requests in flight.
+const minPoolConns = 4
+
+// maxPoolConns bounds what an open loop's kind asks of the pool when the
+// phase sets no max_in_flight (and what any max_in_flight may ask).
+const maxPoolConns = 4096
+
 // poolSize sizes the keep-alive pool to the most requests any phase keeps in
-// flight, so load never pays for connection churn.
+// flight (each kind's MaxInFlight), so load never pays for connection
+// churn. A phase of a kind the live target does not run asks for nothing;
+// running it fails later, with its name.
 func poolSize(phases []*scenarios.Phase) int {
-	n := 4
+	n := minPoolConns
 	for _, p := range phases {
-		if p.Kind == scenarios.PhaseCapacity {
-			n = max(n, min(int(p.Capacity.Max), 4096))
-		}
-		if p.Kind == scenarios.PhaseTrace {
-			// An open loop too: keep-alive for what it may hold in flight.
-			n = max(n, min(cmp.Or(p.MaxInFlight, 4096), 4096))
-			continue
-		}
-		if p.Kind == scenarios.PhaseSessions || p.Kind == scenarios.PhaseAgent {
-			n = max(n, conversationConns(p))
-		}
-		if p.Kind != scenarios.PhaseLoad {
-			continue
-		}
-		n = max(n, p.Concurrency)
-		for _, c := range p.Sweep.Concurrency {
-			n = max(n, c)
-		}
-		if p.Rate > 0 || len(p.Sweep.Rate) > 0 {
-			limit := p.MaxInFlight
-			if limit == 0 {
-				limit = 4096
-			}
-			n = max(n, min(limit, 4096))
+		if kind, ok := Kinds[p.Kind]; ok {
+			n = max(n, kind.MaxInFlight(p))
 		}
 	}
 	return n

@@ -13,6 +13,9 @@ import (
 // phase has no decode interval (no tpot_ms, itl_ms or decode_tokens_per_s).
 type prefillKind struct{}
 
+// MaxInFlight is 1: its requests go one after another.
+func (prefillKind) MaxInFlight(*scenarios.Phase) int { return 1 }
+
 func (prefillKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
 	plan := &fixedPlan{}
 	for si, size := range p.PromptTokens {

@@ -15,6 +15,9 @@ import (
 // each reuse's speedup over fresh.
 type prefixCacheKind struct{}
 
+// MaxInFlight is 1: its requests go one after another.
+func (prefixCacheKind) MaxInFlight(*scenarios.Phase) int { return 1 }
+
 func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
 	plan := &fixedPlan{}
 	size := p.PromptTokens[0]

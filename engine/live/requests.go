@@ -10,6 +10,9 @@ import (
 // requestsKind sends the scenario's own requests, repeat times, as written.
 type requestsKind struct{}
 
+// MaxInFlight is 1: its requests go one after another.
+func (requestsKind) MaxInFlight(*scenarios.Phase) int { return 1 }
+
 func (requestsKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
 	plan := &fixedPlan{}
 	for rep := 0; rep < p.Repeat; rep++ {

@@ -25,6 +25,9 @@ import (
 // at once) or open loop (rate arrivals per second).
 type sessionsKind struct{}
 
+// MaxInFlight is the sessions at once (conversationConns).
+func (sessionsKind) MaxInFlight(p *scenarios.Phase) int { return conversationConns(p) }
+
 // sleeper is a sender that waits in its own time: the shape's placeholder
 // never sleeps, so think and tool times cost nothing at load.
 type sleeper interface {

@@ -28,6 +28,12 @@ const maxSeenHashIDs = 1 << 20
 // and queue_ms is the replay's lateness.
 type traceKind struct{}
 
+// MaxInFlight is the phase's max_in_flight (an open loop holds up to
+// that many), maxPoolConns when unset and at most that.
+func (traceKind) MaxInFlight(p *scenarios.Phase) int {
+	return min(cmp.Or(p.MaxInFlight, maxPoolConns), maxPoolConns)
+}
+
 // traceSchedule is the executor's Schedule over a streamed trace: asking
 // for request i's offset reads it and builds its request, which its job
 // then takes. Only requests between the dispatcher and their job are held.

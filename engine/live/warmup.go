@@ -11,6 +11,9 @@ import (
 // requests, successes, errors and warnings reach the report.
 type warmupKind struct{}
 
+// MaxInFlight is 1: its requests go one after another.
+func (warmupKind) MaxInFlight(*scenarios.Phase) int { return 1 }
+
 func (warmupKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
 	plan, err := r.promptPlan(ctx, p, ph, p.Requests.Count)
 	if err != nil {
