@@ -70,6 +70,24 @@ const MaxLoadSamples = 100_000
 // loop (concurrency) or open loop (rate); points holds one entry per value.
 type loadKind struct{}
 
+// MaxInFlight is the most a load phase keeps in flight: its concurrency or
+// largest swept concurrency, and for an open loop (rate or swept rates)
+// its max_in_flight, maxPoolConns when unset and at most that.
+func (loadKind) MaxInFlight(p *scenarios.Phase) int {
+	n := p.Concurrency
+	for _, c := range p.Sweep.Concurrency {
+		n = max(n, c)
+	}
+	if p.Rate > 0 || len(p.Sweep.Rate) > 0 {
+		limit := p.MaxInFlight
+		if limit == 0 {
+			limit = maxPoolConns
+		}
+		n = max(n, min(limit, maxPoolConns))
+	}
+	return n
+}
+
 func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error {
 	if p.StopWhenSaturated {
 		none := "" // every point ran, until one saturates
