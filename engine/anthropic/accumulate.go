@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
@@ -20,49 +19,20 @@ import (
 // with a non-empty partial_json and the start of a tool_use block (a tool
 // call). signature_delta, pings, starts and stops are not tokens.
 
-// maxITL bounds the ITL gaps kept per request, as openai's accumulator does.
-const maxITL = 1 << 16
-
-// accumulator turns one stream's events into measure.Metrics.
+// accumulator records one stream's events into a measure.Timeline.
 type accumulator struct {
-	ttfb    time.Duration
-	ttfbSet bool
-
-	tokenEvents       int
-	firstTok, lastTok time.Duration
-	itl               []float64
-	itlStride         int
-	itlSkip           int
-	maxEvents         int
-	maxTokens         int
-
-	answer, reasoning             int
-	firstAnswer, lastAnswer       time.Duration
-	firstReasoning, lastReasoning time.Duration
-
-	events         int
-	contentBytes   int
-	reasoningBytes int
-	finish         string
-	done           bool
-	u              usage
+	tl measure.Timeline
+	u  usage
 }
 
 func newAccumulator(maxTokens int) *accumulator {
-	a := &accumulator{itlStride: 1, maxTokens: maxTokens, maxEvents: openai.TokenEventLimit(maxTokens)}
-	if maxTokens > 0 {
-		a.itl = make([]float64, 0, min(maxTokens, maxITL))
-	}
+	a := &accumulator{}
+	a.tl.Reset(maxTokens)
+	a.tl.Body = measure.BodyStream
 	return a
 }
 
-func (a *accumulator) FirstByte(at time.Duration) {
-	if !a.ttfbSet {
-		a.ttfb, a.ttfbSet = at, true
-	}
-}
-
-func (a *accumulator) TokenEvents() int { return a.tokenEvents }
+func (a *accumulator) Timeline() *measure.Timeline { return &a.tl }
 
 // usageJSON is the Messages API usage object; counts stay raw so a bad one
 // is named.
@@ -106,6 +76,14 @@ func (u *usage) add(j *usageJSON) error {
 // prompt is every input token: input_tokens counts only those neither read
 // from nor written to the cache.
 func (u *usage) prompt() int { return u.input + u.cacheRead + u.cacheWrite }
+
+// record puts the counts seen so far in tl. The Messages API does not count
+// thinking tokens apart: Derive counts the thinking deltas.
+func (u *usage) record(tl *measure.Timeline) {
+	tl.Usage = measure.Usage{Source: measure.SourceUsage, Prompt: u.prompt(), Completion: u.output, Cached: u.cacheRead,
+		PromptSet: u.inputSet, CompletionSet: u.outputSet, CachedSet: u.cacheReadSet}
+	tl.UsageSeen = u.outputSet
+}
 
 // count reads one count; set is false when absent or null.
 func count(field string, raw json.RawMessage) (int, bool, error) {
@@ -155,13 +133,14 @@ type eventJSON struct {
 
 // Event accounts one SSE event; events after message_stop are ignored.
 func (a *accumulator) Event(ev *sse.Event) error {
-	if a.done {
+	tl := &a.tl
+	if tl.Done {
 		return nil
 	}
-	a.events++
+	tl.Events++
 	if ev.Done {
 		// OpenAI's [DONE]: not part of the Messages API, but harmless.
-		a.done = true
+		tl.Done = true
 		return nil
 	}
 	var e eventJSON
@@ -184,6 +163,7 @@ func (a *accumulator) Event(ev *sse.Event) error {
 			if err := a.u.add(&u); err != nil {
 				return err
 			}
+			a.u.record(tl)
 		}
 	case "content_block_start":
 		if b := e.ContentBlock; b != nil {
@@ -209,118 +189,31 @@ func (a *accumulator) Event(ev *sse.Event) error {
 		}
 	case "message_delta":
 		if e.Delta != nil && e.Delta.StopReason != nil {
-			a.finish = *e.Delta.StopReason
+			tl.FinishReason = *e.Delta.StopReason
 		}
 		if e.Usage != nil {
 			if err := a.u.add(e.Usage); err != nil {
 				return err
 			}
+			a.u.record(tl)
 		}
 	case "message_stop":
-		a.done = true
+		tl.Done = true
 	}
-	if answer+reasoning+tool == 0 {
-		return nil
-	}
-	at := ev.At
-	if a.tokenEvents == 0 {
-		a.firstTok = at
-	} else {
-		a.addGap(float64(at-a.lastTok) / float64(time.Millisecond))
-	}
-	a.lastTok = at
-	a.tokenEvents++
-	if a.maxEvents > 0 && a.tokenEvents > a.maxEvents {
-		return fmt.Errorf("%w: the server sent %d token events for max_tokens %d", openai.ErrTooManyTokens, a.tokenEvents, a.maxTokens)
-	}
+	var ch measure.Channel
 	if answer > 0 {
-		if a.answer == 0 {
-			a.firstAnswer = at
-		}
-		a.lastAnswer = at
-		a.answer++
-		a.contentBytes += answer
+		ch |= measure.ChannelAnswer
 	}
 	if reasoning > 0 {
-		if a.reasoning == 0 {
-			a.firstReasoning = at
-		}
-		a.lastReasoning = at
-		a.reasoning++
-		a.reasoningBytes += reasoning
+		ch |= measure.ChannelReasoning
 	}
-	return nil
-}
-
-// addGap keeps a bounded, systematic sample of the gaps (openai's rule).
-func (a *accumulator) addGap(gap float64) {
-	if a.itlSkip++; a.itlSkip < a.itlStride {
-		return
+	if tool > 0 {
+		ch |= measure.ChannelToolCall
 	}
-	a.itlSkip = 0
-	if len(a.itl) == maxITL {
-		for i := range maxITL / 2 {
-			a.itl[i] = a.itl[2*i+1]
-		}
-		a.itl = a.itl[:maxITL/2]
-		a.itlStride *= 2
+	if ch == 0 {
+		return nil
 	}
-	a.itl = append(a.itl, gap)
-}
-
-func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// Metrics computes the per-request figures with openai's definitions.
-func (a *accumulator) Metrics(end time.Duration) measure.Metrics {
-	m := measure.Metrics{
-		E2EMs: durMs(end), ITLMs: a.itl, SSETokenEvents: a.tokenEvents, SSEEvents: a.events,
-		FinishReason: a.finish, OutputTextBytes: a.contentBytes, ReasoningTextBytes: a.reasoningBytes,
-		DoneSeen: a.done, UsageSeen: a.u.outputSet,
-	}
-	if a.ttfbSet {
-		m.TTFBMs = ptr(durMs(a.ttfb))
-	}
-	if a.tokenEvents > 0 {
-		m.TTFTMs = ptr(durMs(a.firstTok))
-	}
-	if a.answer > 0 {
-		m.TTFOMs = ptr(durMs(a.firstAnswer))
-	}
-	completion := a.tokenEvents
-	m.TokenCountSource = measure.SourceSSEEvents
-	if a.u.outputSet {
-		completion, m.TokenCountSource = a.u.output, measure.SourceUsage
-	}
-	if a.u.inputSet {
-		m.PromptTokens = ptr(a.u.prompt())
-	}
-	if a.u.cacheReadSet {
-		m.CachedTokens = ptr(a.u.cacheRead)
-	}
-	m.CompletionTokens = ptr(completion)
-	// The Messages API does not count thinking tokens apart: they are the
-	// thinking deltas counted.
-	m.ReasoningTokens = ptr(a.reasoning)
-	if span := a.lastTok - a.firstTok; a.tokenEvents > 0 && completion >= 2 && span > 0 {
-		m.DecodeTokensPerS = ptr(float64(completion-1) / span.Seconds())
-		m.TPOTMs = ptr(durMs(span) / float64(completion-1))
-	}
-	if span := a.lastReasoning - a.firstReasoning; a.reasoning >= 2 && span > 0 {
-		m.ReasoningTokensPerS = ptr(float64(a.reasoning-1) / span.Seconds())
-	}
-	answer := a.answer
-	if a.u.outputSet && completion-a.reasoning >= 1 {
-		answer = completion - a.reasoning
-	}
-	if span := a.lastAnswer - a.firstAnswer; answer >= 2 && a.answer >= 2 && span > 0 {
-		m.AnswerTokensPerS = ptr(float64(answer-1) / span.Seconds())
-	}
-	if m.PromptTokens != nil && a.tokenEvents > 0 && a.firstTok > 0 {
-		cached := 0
-		if m.CachedTokens != nil {
-			cached = *m.CachedTokens
-		}
-		m.PrefillTokensPerS = ptr(float64(*m.PromptTokens-cached) / a.firstTok.Seconds())
-	}
-	return m
+	tl.OutputTextBytes += answer
+	tl.ReasoningTextBytes += reasoning
+	return tl.Token(ev.At, ch, 0)
 }

@@ -82,7 +82,7 @@ type messageJSON struct {
 	Error      *errorJSON `json:"error"`
 }
 
-func (dialect) DecodeJSON(data []byte, m *measure.Metrics) error {
+func (dialect) DecodeJSON(data []byte, tl *measure.Timeline) error {
 	var b messageJSON
 	if err := json.Unmarshal(data, &b); err != nil {
 		return fmt.Errorf("decode response %q: %w", snippet(data, 200), err)
@@ -94,37 +94,26 @@ func (dialect) DecodeJSON(data []byte, m *measure.Metrics) error {
 	for _, c := range b.Content {
 		switch c.Type {
 		case "text":
-			m.OutputTextBytes += len(c.Text)
+			tl.OutputTextBytes += len(c.Text)
 		case "thinking":
-			m.ReasoningTextBytes += len(c.Thinking)
+			tl.ReasoningTextBytes += len(c.Thinking)
 		case "tool_use":
 			tools = true
 		}
 	}
 	if b.StopReason != nil {
-		m.FinishReason = *b.StopReason
+		tl.FinishReason = *b.StopReason
 	}
 	if b.Usage != nil {
 		var u usage
 		if err := u.add(b.Usage); err != nil {
 			return err
 		}
-		if u.outputSet {
-			m.TokenCountSource, m.UsageSeen = measure.SourceUsage, true
-			m.CompletionTokens = ptr(u.output)
-		}
-		if u.inputSet {
-			m.PromptTokens = ptr(u.prompt())
-		}
-		if u.cacheReadSet {
-			m.CachedTokens = ptr(u.cacheRead)
-		}
+		u.record(tl)
 	}
-	// The Messages API does not count thinking tokens apart.
-	if m.ReasoningTextBytes == 0 {
-		m.ReasoningTokens = ptr(0)
-	}
-	if m.OutputTextBytes+m.ReasoningTextBytes == 0 && !tools && (m.CompletionTokens == nil || *m.CompletionTokens == 0) {
+	// The Messages API does not count thinking tokens apart: Derive gives
+	// 0 without thinking text, else none.
+	if tl.OutputTextBytes+tl.ReasoningTextBytes == 0 && !tools && (!tl.Usage.CompletionSet || tl.Usage.Completion == 0) {
 		return fmt.Errorf("%w: the message has %d content blocks and no text, thinking or tool use", openai.ErrNoOutput, len(b.Content))
 	}
 	return nil
@@ -136,5 +125,3 @@ func snippet(b []byte, n int) string {
 	}
 	return strings.ToValidUTF8(string(b), "?")
 }
-
-func ptr[T any](v T) *T { return &v }

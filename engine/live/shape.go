@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/load"
@@ -55,22 +56,33 @@ type shapeSender struct {
 }
 
 // placeholder is a successful result for req with every value the real
-// client would measure for such a request, and only those.
+// client would measure for such a request, and only those: its metrics are
+// measure.Derive's over a synthetic timeline shaped like the real one (a
+// 1-token answer has no decode interval, a non-streamed one no first
+// token, a tool call no answer content), so the presence rules are the
+// client's own.
 func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Result {
 	one, f := 1, 1.0
 	completion := max(req.MaxTokens, 2)
 	if req.MaxTokens == 1 {
 		completion = 1
 	}
-	m := measure.Metrics{TTFBMs: &f, E2EMs: 1, ConnectMs: &f, RequestWriteMs: &f, PromptTokens: &one, CompletionTokens: &completion, CachedTokens: &one,
-		TokenCountSource: measure.SourceUsage, UsageSeen: true, FinishReason: "length"}
 	res := measure.Result{HTTPStatus: 200, TargetPromptTokens: req.TargetPromptTokens}
+	res.Reply = shapeReply(req)
+	tools := res.Reply != nil && len(res.Reply.ToolCalls) > 0
+	reasoning := max(s.reasoning, 0)
+	if req.Endpoint == measure.EndpointCompletions {
+		reasoning = 0
+	}
+	m := measure.Derive(s.timeline(req, completion, reasoning, tools))
+	if s.reasoning < 0 && req.Endpoint != measure.EndpointCompletions {
+		// A live server may or may not reason: what either answer has,
+		// a gate may read.
+		unionMetrics(&m, measure.Derive(s.timeline(req, completion, 2, tools)))
+	}
+	m.ConnectMs, m.RequestWriteMs = &f, &f
 	if req.Stream {
 		res.ArrivalClock = s.clock
-		m.TTFTMs, m.PrefillTokensPerS, m.SSETokenEvents, m.DoneSeen = &f, &f, completion, true
-		if completion > 1 {
-			m.DecodeTokensPerS, m.TPOTMs, m.ITLMs = &f, &f, []float64{1}
-		}
 	}
 	if s.serverTimings {
 		// A live server may describe each request itself (llama.cpp's
@@ -83,38 +95,59 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 		}
 		m.Server = t
 	}
-	s.channels(&m, req, completion)
 	res.Metrics = m
-	if res.Reply = shapeReply(req); res.Reply != nil && len(res.Reply.ToolCalls) > 0 {
-		res.TTFOMs = nil // a tool call is no answer content
-	}
 	return res
 }
 
-// channels fills the answer and reasoning figures a request would get.
-func (s *shapeSender) channels(m *measure.Metrics, req measure.Request, completion int) {
-	f := 1.0
-	reasoning := max(s.reasoning, 0)
-	if req.Endpoint == measure.EndpointCompletions {
-		reasoning = 0
-	}
+// timeline is a successful answer of completion tokens, reasoning of them
+// (at most) on the reasoning channel first, the rest answer text or, for a
+// tool call, its arguments: counted by the server's usage (the Messages
+// API counts no thinking tokens apart), a prompt with some of it cached,
+// and, streamed, at most two token events per channel a millisecond apart
+// (enough for every interval; the counts come from the usage).
+func (s *shapeSender) timeline(req measure.Request, completion, reasoning int, tools bool) *measure.Timeline {
 	reasoning = min(reasoning, completion)
-	m.ReasoningTokens = &reasoning
-	if !req.Stream {
-		if s.anthropic && reasoning > 0 {
-			m.ReasoningTokens = nil // unknown in a whole message
-		}
-		return
+	ms := time.Millisecond
+	tl := &measure.Timeline{Body: measure.BodyJSON, Headers: ms, HeadersSet: true, End: ms, UsageSeen: true, FinishReason: "length",
+		Usage: measure.Usage{Source: measure.SourceUsage, Prompt: 2, Completion: completion, Cached: 1,
+			PromptSet: true, CompletionSet: true, CachedSet: true}}
+	if !s.anthropic {
+		tl.Usage.Reasoning, tl.Usage.ReasonSet = reasoning, true
 	}
 	answer := completion - reasoning
-	if answer >= 1 {
-		m.TTFOMs = &f
+	tl.ReasoningTextBytes = reasoning
+	ch := measure.ChannelAnswer
+	if tools {
+		ch = measure.ChannelToolCall
+	} else {
+		tl.OutputTextBytes = answer
 	}
-	if answer >= 2 {
-		m.AnswerTokensPerS = &f
+	if !req.Stream {
+		return tl
 	}
-	if reasoning >= 2 || s.reasoning < 0 {
-		m.ReasoningTokensPerS = &f
+	tl.Body, tl.Done = measure.BodyStream, true
+	at := ms
+	for _, c := range []struct {
+		ch     measure.Channel
+		tokens int
+	}{{measure.ChannelReasoning, reasoning}, {ch, answer}} {
+		for range min(c.tokens, 2) {
+			at += ms
+			_ = tl.Token(at, c.ch, 0) // no max_tokens bound: never errs
+		}
+	}
+	tl.End = at + ms
+	return tl
+}
+
+// unionMetrics gives m every optional figure it lacks that o has.
+func unionMetrics(m *measure.Metrics, o measure.Metrics) {
+	mv, ov := reflect.ValueOf(m).Elem(), reflect.ValueOf(o)
+	for i := range mv.NumField() {
+		f := mv.Field(i)
+		if (f.Kind() == reflect.Pointer || f.Kind() == reflect.Slice) && f.IsNil() {
+			f.Set(ov.Field(i))
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai/sse"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 )
@@ -397,6 +398,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 	}
 
 	acc := c.newStreamAccumulator(req.MaxTokens)
+	tl := acc.Timeline()
 	var staleRetries atomic.Int32
 	defer func() {
 		res.StaleConnectionRetries = int(staleRetries.Load())
@@ -471,18 +473,24 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 			during = "send request"
 		}
 		res.Err = c.classify(ctx, err, during)
-		res.E2EMs = durMs(time.Since(start))
+		tl.End = time.Since(start)
+		res.Metrics = measure.Derive(tl)
 		return res, res.Err
 	}
 	defer resp.Body.Close()
 	if firstByte == 0 {
 		firstByte = time.Since(start)
 	}
-	acc.FirstByte(firstByte)
+	tl.FirstByte(firstByte)
 	res.HTTPStatus = resp.StatusCode
+	// Until an answer body is read, a request has only what was measured.
+	noBody := func() Metrics {
+		tl.Body, tl.End = measure.BodyNone, time.Since(start)
+		return measure.Derive(tl)
+	}
 
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		res.Metrics = Metrics{TTFBMs: ptr(durMs(firstByte)), E2EMs: durMs(time.Since(start))}
+		res.Metrics = noBody()
 		msg := fmt.Sprintf("HTTP %d %s: redirect to %s not followed", resp.StatusCode, http.StatusText(resp.StatusCode), safeLocation(resp))
 		if c.cfg.FollowRedirects != FollowSameOrigin {
 			msg += " (follow_redirects: same_origin follows a 307/308 to the same origin)"
@@ -494,7 +502,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+1))
 		res.BytesReceived = int64(len(snip))
 		// No token figures for a refused request: only what was measured.
-		res.Metrics = Metrics{TTFBMs: ptr(durMs(firstByte)), E2EMs: durMs(time.Since(start))}
+		res.Metrics = noBody()
 		msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		if s := strings.TrimSpace(snippet(snip, errorSnippetBytes)); s != "" {
 			msg += ": " + s
@@ -505,7 +513,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 	}
 
 	if err := checkBody(resp, req.Stream); err != nil {
-		res.Metrics = Metrics{TTFBMs: ptr(durMs(firstByte)), E2EMs: durMs(time.Since(start))}
+		res.Metrics = noBody()
 		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
 		return res, res.Err
 	}
@@ -537,8 +545,9 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 		tr = &transcript{}
 		defer func() { res.Reply = tr.reply() }()
 	}
+	tl.Body = measure.BodyStream
 	emit := func(ev *sse.Event) error {
-		had := acc.TokenEvents()
+		had := tl.TokenEvents()
 		if err := acc.Event(ev); err != nil {
 			return err
 		}
@@ -547,7 +556,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 				return err
 			}
 		}
-		if had == 0 && acc.TokenEvents() > 0 {
+		if had == 0 && tl.TokenEvents() > 0 {
 			// Prefill is over: switch from the first-token to the idle clock.
 			if firstTimer != nil {
 				firstTimer.Stop()
@@ -583,13 +592,13 @@ func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error
 			break
 		}
 	}
-	end := time.Since(start)
-	res.Metrics = acc.Metrics(end)
-	res.KeepAliveComments = parser.Comments()
+	tl.End = time.Since(start)
+	tl.KeepAliveComments = parser.Comments()
+	res.Metrics = measure.Derive(tl)
 	if streamErr != nil && res.Err == nil {
 		res.Err = c.fail(ClassProtocol, 0, streamErr.Error(), streamErr)
 	}
-	if res.Err == nil && acc.TokenEvents() == 0 {
+	if res.Err == nil && tl.TokenEvents() == 0 {
 		// Usage alone is not an answer: nothing was streamed to time.
 		err := fmt.Errorf("%w: the stream ended after %d bytes and %d events without a token event", ErrNoOutput, res.BytesReceived, res.SSEEvents)
 		if res.BytesReceived == 0 {
@@ -647,29 +656,33 @@ type nonStreamBody struct {
 
 func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start time.Time, acc StreamAccumulator, res Result, keep bool) (Result, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, jsonBodyBytes))
-	end := time.Since(start)
 	res.BytesReceived = int64(len(data))
-	res.Metrics = acc.Metrics(end)
-	res.TokenCountSource = ""
-	res.CompletionTokens = nil
+	tl := acc.Timeline()
+	tl.Body, tl.End = measure.BodyJSON, time.Since(start)
+	// fail derives what was recorded so far beside the error.
+	fail := func(class ErrorClass, status int, msg string, cause error) (Result, error) {
+		res.Metrics = measure.Derive(tl)
+		res.Err = c.fail(class, status, msg, cause)
+		return res, res.Err
+	}
 	if err != nil {
+		tl.Body = measure.BodyNone
+		res.Metrics = measure.Derive(tl)
 		res.Err = c.classify(ctx, err, "read body")
 		return res, res.Err
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
+		tl.Body = measure.BodyNone
 		err := fmt.Errorf("%w: empty 200 body", ErrNoOutput)
-		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
-		return res, res.Err
+		return fail(ClassProtocol, resp.StatusCode, err.Error(), err)
 	}
 	var b nonStreamBody
 	if err := json.Unmarshal(data, &b); err != nil {
-		res.Err = c.fail(ClassProtocol, 0, fmt.Sprintf("decode response %q: %v", snippet(data, 200), err), err)
-		return res, res.Err
+		return fail(ClassProtocol, 0, fmt.Sprintf("decode response %q: %v", snippet(data, 200), err), err)
 	}
 	if len(b.Error) > 0 && string(b.Error) != "null" {
 		se := decodeStreamError(b.Error)
-		res.Err = c.fail(ClassProtocol, 0, se.Error(), se)
-		return res, res.Err
+		return fail(ClassProtocol, 0, se.Error(), se)
 	}
 	if keep {
 		res.Reply = replyJSON(data)
@@ -677,24 +690,23 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 	for _, ch := range b.Choices {
 		if m := ch.Message; m != nil {
 			if m.Content != nil {
-				res.OutputTextBytes += len(*m.Content)
+				tl.OutputTextBytes += len(*m.Content)
 			}
 			for _, r := range []*string{m.ReasoningContent, m.Reasoning} {
 				if r != nil {
-					res.ReasoningTextBytes += len(*r)
+					tl.ReasoningTextBytes += len(*r)
 				}
 			}
 		}
 		if ch.Text != nil {
-			res.OutputTextBytes += len(*ch.Text)
+			tl.OutputTextBytes += len(*ch.Text)
 		}
 		if ch.FinishReason != nil {
-			res.FinishReason = *ch.FinishReason
+			tl.FinishReason = *ch.FinishReason
 		}
 	}
 	bad := func(err error) (Result, error) {
-		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
-		return res, res.Err
+		return fail(ClassProtocol, resp.StatusCode, err.Error(), err)
 	}
 	var timings *timingsJSON
 	if len(b.Timings) > 0 && string(b.Timings) != "null" {
@@ -709,7 +721,7 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 			if err != nil {
 				return bad(err)
 			}
-			res.Server = st
+			tl.Server = st
 		}
 	}
 	switch {
@@ -721,26 +733,19 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 		if err != nil {
 			return bad(err)
 		}
-		res.TokenCountSource = SourceUsage
-		res.UsageSeen = true
-		res.PromptTokens, res.CompletionTokens = ptr(prompt), ptr(compl)
-		if cachedSet {
-			res.CachedTokens = ptr(cached)
+		reasoning, reasoningSet, err := b.Usage.reasoningCount()
+		if err != nil {
+			return bad(err)
 		}
+		tl.UsageSeen = true
+		tl.Usage = measure.Usage{Source: SourceUsage, Prompt: prompt, Completion: compl, Cached: cached, Reasoning: reasoning,
+			PromptSet: true, CompletionSet: true, CachedSet: cachedSet, ReasonSet: reasoningSet}
 	case timings != nil:
 		promptN, predN, cacheN, cacheNSet, err := timings.counts()
 		if err != nil {
 			return bad(err)
 		}
-		res.TokenCountSource = SourceTimings
-		res.PromptTokens = ptr(promptN + cacheN)
-		res.CompletionTokens = ptr(predN)
-		if cacheNSet {
-			res.CachedTokens = ptr(cacheN)
-		}
-	}
-	if res.ReasoningTokens, err = jsonReasoning(b.Usage, res.ReasoningTextBytes); err != nil {
-		return bad(err)
+		tl.Usage = timingsUsage(promptN, predN, cacheN, cacheNSet)
 	}
 	tools := false
 	for _, ch := range b.Choices {
@@ -748,10 +753,10 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 			tools = true
 		}
 	}
+	res.Metrics = measure.Derive(tl)
 	if res.OutputTextBytes+res.ReasoningTextBytes == 0 && !tools && (res.CompletionTokens == nil || *res.CompletionTokens == 0) {
 		err := fmt.Errorf("%w: the answer has %d choices and no text, reasoning or tool call", ErrNoOutput, len(b.Choices))
-		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
-		return res, res.Err
+		return fail(ClassProtocol, resp.StatusCode, err.Error(), err)
 	}
 	return res, nil
 }

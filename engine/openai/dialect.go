@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai/sse"
 )
 
@@ -23,21 +24,22 @@ type Dialect interface {
 	Body(req Request, extra map[string]any) (path string, body []byte, err error)
 	// Header sets the credentials and protocol headers; apiKey may be "".
 	Header(h http.Header, apiKey string)
-	// NewStream returns the accumulator of one streamed answer.
+	// NewStream returns the accumulator of one streamed answer, its
+	// timeline Reset for maxTokens.
 	NewStream(maxTokens int) StreamAccumulator
-	// DecodeJSON accounts a non-streamed 200 body into m (token counts,
+	// DecodeJSON records a non-streamed 200 body into tl (token counts,
 	// text bytes, finish reason); an error is a protocol error.
-	DecodeJSON(data []byte, m *Metrics) error
+	DecodeJSON(data []byte, tl *measure.Timeline) error
 }
 
-// StreamAccumulator turns one stream's SSE events into Metrics; *Accumulator
-// is OpenAI's.
+// StreamAccumulator records one stream's SSE events into a timeline, from
+// which measure.Derive computes the metrics; *Accumulator is OpenAI's.
 type StreamAccumulator interface {
-	FirstByte(at time.Duration)
 	// Event accounts one event; an error ends the stream as a protocol error.
 	Event(ev *sse.Event) error
-	TokenEvents() int
-	Metrics(end time.Duration) Metrics
+	// Timeline is the request's timeline; the client records the first
+	// byte, the body kind and the end into it.
+	Timeline() *measure.Timeline
 }
 
 // MergeBody deep-merges src into dst: nested maps merge, nil deletes, other
@@ -72,19 +74,24 @@ func (c *Client) readDialectJSON(ctx context.Context, resp *http.Response, start
 	data, err := io.ReadAll(io.LimitReader(resp.Body, jsonBodyBytes))
 	end := time.Since(start)
 	res.BytesReceived = int64(len(data))
-	res.Metrics = acc.Metrics(end)
-	res.TokenCountSource = ""
-	res.CompletionTokens, res.ReasoningTokens = nil, nil
+	tl := acc.Timeline()
+	tl.Body, tl.End = measure.BodyJSON, end
 	if err != nil {
+		tl.Body = measure.BodyNone
+		res.Metrics = measure.Derive(tl)
 		res.Err = c.classify(ctx, err, "read body")
 		return res, res.Err
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
+		tl.Body = measure.BodyNone
+		res.Metrics = measure.Derive(tl)
 		err := fmt.Errorf("%w: empty 200 body", ErrNoOutput)
 		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
 		return res, res.Err
 	}
-	if err := c.cfg.Dialect.DecodeJSON(data, &res.Metrics); err != nil {
+	err = c.cfg.Dialect.DecodeJSON(data, tl)
+	res.Metrics = measure.Derive(tl)
+	if err != nil {
 		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
 		return res, res.Err
 	}

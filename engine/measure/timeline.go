@@ -1,0 +1,224 @@
+package measure
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A Timeline is what one request did, in protocol-neutral terms: when it was
+// sent, when the response began, each token-bearing event with its arrival
+// time and channel, the server's token counts, and when it ended. A protocol
+// records one per request and Derive turns it into Metrics, so every metric's
+// formula and presence rule exists once, for every protocol and for the
+// report shape's placeholders.
+//
+// Times are offsets from the request start (the send), on a monotonic clock
+// or the kernel's receive clock, taken when the bytes arrived. How a request
+// failed stays in Result.Err: Derive's figures do not depend on it, a failed
+// request's figures being what was measured before it failed (Body says
+// whether an answer body was read at all).
+//
+// The token events are kept compactly: per channel (and over all channels)
+// the number of events, the tokens they carry and the first and last arrival,
+// which is all any per-request formula reads, plus the gaps between
+// consecutive events as a bounded systematic sample (MaxITL), so an endless
+// stream cannot grow memory without bound. Recording an event allocates
+// nothing once Reset has sized the gap list.
+//
+// Reuse one per worker with Reset; not safe for concurrent use.
+type Timeline struct {
+	// Body is what the response's body was read as.
+	Body Body
+	// Headers is request start → first response byte; HeadersSet says it
+	// was observed (a request that never got a response has none).
+	Headers    time.Duration
+	HeadersSet bool
+	// End is request start → end of the response (or of the attempt).
+	End time.Duration
+
+	// Usage is the server's own token counts.
+	Usage Usage
+
+	// All spans every token-bearing event, whatever its channel; Answer,
+	// Reasoning and ToolCall span the events of each channel (an event may
+	// carry more than one).
+	All, Answer, Reasoning, ToolCall Span
+
+	itl []float64
+	// itlStride keeps every itlStride-th gap once the list reached MaxITL;
+	// it doubles each time the list fills again (see addGap).
+	itlStride, itlSkip int
+	// maxEvents is the most token events maxTokens allows; 0: no bound.
+	maxEvents, maxTokens int
+
+	// Stream facts Derive copies as they are.
+	Events             int    // SSE events, token-bearing or not
+	Done               bool   // the protocol's end-of-stream marker was seen
+	UsageSeen          bool   // a usage object was seen
+	FinishReason       string // the server's finish / stop reason
+	OutputTextBytes    int    // decoded bytes of answer text
+	ReasoningTextBytes int    // decoded bytes of reasoning text
+	KeepAliveComments  int
+	// Server is what the server said about the request itself (llama.cpp
+	// timings), kept beside the client's figures.
+	Server *ServerTimings
+}
+
+// Body is how a response body was read.
+type Body uint8
+
+// Bodies.
+const (
+	// BodyNone: no answer body was read (refused, redirected, failed before
+	// a response, or a body that could not be the answer).
+	BodyNone Body = iota
+	// BodyStream: an event stream; token events were timed.
+	BodyStream
+	// BodyJSON: a whole, non-streamed answer: no token was timed.
+	BodyJSON
+)
+
+// Channel is a set of the channels a token-bearing event carries.
+type Channel uint8
+
+// Channels.
+const (
+	// ChannelAnswer is answer content (delta.content, completions text, an
+	// Anthropic text_delta).
+	ChannelAnswer Channel = 1 << iota
+	// ChannelReasoning is reasoning text (reasoning_content / reasoning, an
+	// Anthropic thinking_delta).
+	ChannelReasoning
+	// ChannelToolCall is a tool call's name or arguments.
+	ChannelToolCall
+)
+
+// Span is a set of token events: how many, the tokens they carry and when
+// the first and the last arrived.
+type Span struct {
+	Events      int
+	Tokens      int
+	First, Last time.Duration
+}
+
+// interval is last − first.
+func (s *Span) interval() time.Duration { return s.Last - s.First }
+
+func (s *Span) add(at time.Duration, tokens int) {
+	if s.Events == 0 {
+		s.First = at
+	}
+	s.Last = at
+	s.Events++
+	s.Tokens += tokens
+}
+
+// Usage is the server's token counts for one request and where they came
+// from. A count is known only when its Set flag is.
+type Usage struct {
+	// Source is SourceUsage or SourceTimings; "" when the server gave no
+	// counts.
+	Source string
+
+	Prompt, Completion, Cached, Reasoning          int
+	PromptSet, CompletionSet, CachedSet, ReasonSet bool
+}
+
+// MaxITL bounds the ITL gaps a timeline keeps (512 KiB), so that an endless
+// stream cannot grow memory without bound.
+const MaxITL = 1 << 16
+
+// ErrTooManyTokens marks a stream with far more token events than its
+// max_tokens allows: a server ignoring the bound, or one that never stops.
+var ErrTooManyTokens = errors.New("too many token events")
+
+// TokenEventLimit is the most token events a stream asked for maxTokens may
+// carry: a server may split a token over events now and then, hence the
+// slack of max(16, 10%); 0 (no bound) when maxTokens is not set.
+func TokenEventLimit(maxTokens int) int {
+	if maxTokens <= 0 {
+		return 0
+	}
+	return maxTokens + max(16, maxTokens/10)
+}
+
+// Reset prepares for a new request asked for maxTokens (0: unset): it
+// pre-sizes the gap list so recording does not reallocate on the hot path,
+// and bounds the token events the stream may carry.
+func (t *Timeline) Reset(maxTokens int) {
+	*t = Timeline{itlStride: 1, maxTokens: maxTokens, maxEvents: TokenEventLimit(maxTokens)}
+	if maxTokens > 0 {
+		t.itl = make([]float64, 0, min(maxTokens, MaxITL))
+	}
+}
+
+// FirstByte records the time of the first response byte; later calls are
+// ignored.
+func (t *Timeline) FirstByte(at time.Duration) {
+	if !t.HeadersSet {
+		t.Headers, t.HeadersSet = at, true
+	}
+}
+
+// TokenEvents is the number of token-bearing events so far.
+func (t *Timeline) TokenEvents() int { return t.All.Events }
+
+// Token records one token-bearing event that arrived at at, carrying the
+// channels ch (at least one) and tokens tokens (0: unknown, counted as
+// one). It errors, with ErrTooManyTokens, once the stream carries more
+// events than its max_tokens allows.
+func (t *Timeline) Token(at time.Duration, ch Channel, tokens int) error {
+	tokens = max(tokens, 1)
+	if t.All.Events > 0 {
+		t.addGap(durMs(at - t.All.Last))
+	}
+	t.All.add(at, tokens)
+	if ch&ChannelAnswer != 0 {
+		t.Answer.add(at, tokens)
+	}
+	if ch&ChannelReasoning != 0 {
+		t.Reasoning.add(at, tokens)
+	}
+	if ch&ChannelToolCall != 0 {
+		t.ToolCall.add(at, tokens)
+	}
+	if t.maxEvents > 0 && t.All.Events > t.maxEvents {
+		return fmt.Errorf("%w: the server sent %d token events for max_tokens %d", ErrTooManyTokens, t.All.Events, t.maxTokens)
+	}
+	return nil
+}
+
+// ITL is the kept gaps between consecutive token events, in ms.
+func (t *Timeline) ITL() []float64 { return t.itl }
+
+// addGap keeps gap in the bounded ITL list. Past MaxITL gaps it keeps every
+// other one of those kept and then every stride-th new gap: a systematic
+// sample of the whole stream, bounded, in place of an unbounded list.
+func (t *Timeline) addGap(gap float64) {
+	if t.itlStride == 0 {
+		t.itlStride = 1 // a Timeline that was never Reset
+	}
+	if t.itlSkip++; t.itlSkip < t.itlStride {
+		return
+	}
+	t.itlSkip = 0
+	if len(t.itl) == MaxITL {
+		for i := range MaxITL / 2 {
+			t.itl[i] = t.itl[2*i+1]
+		}
+		t.itl = t.itl[:MaxITL/2]
+		t.itlStride *= 2
+	}
+	if len(t.itl) == cap(t.itl) {
+		// Grow by hand: append's growth would overshoot MaxITL.
+		grown := make([]float64, len(t.itl), min(max(2*cap(t.itl), 64), MaxITL))
+		copy(grown, t.itl)
+		t.itl = grown
+	}
+	t.itl = append(t.itl, gap)
+}
+
+func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ptr[T any](v T) *T { return &v }
