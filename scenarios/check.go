@@ -284,6 +284,20 @@ func quote(s string) string { return "\"" + s + "\"" }
 func checkOpenAI(e *errs, t *Target) {
 	o := t.OpenAI
 	path := "targets." + t.Name
+	checkOpenAIAddress(e, t, path)
+	checkOpenAIHeaders(e, o, path)
+	defaultOpenAIOptions(o)
+	checkOpenAISim(e, t, path)
+	if o.Has("retries") {
+		checkRetries(e, &o.Retries, path)
+	}
+	checkOpenAITransport(e, o, path)
+}
+
+// checkOpenAIAddress checks where the target's requests go: its base_url
+// and its endpoint, which the Messages API narrows to chat.
+func checkOpenAIAddress(e *errs, t *Target, path string) {
+	o := t.OpenAI
 	if t.Kind == KindEmbedded && o.Has("base_url") {
 		e.add(o.At("base_url"), "%s.base_url: an embedded target is tollgate's own simulator; use kind: openai to name a server", path)
 	}
@@ -301,6 +315,10 @@ func checkOpenAI(e *errs, t *Target) {
 	} else if !oneOf(o.Endpoint, endpoints) {
 		e.add(o.At("endpoint"), "%s.endpoint: unknown %q (one of %s)%s", path, o.Endpoint, strings.Join(endpoints, ", "), suggest(o.Endpoint, endpoints))
 	}
+}
+
+// checkOpenAIHeaders checks the names given for credentials and headers.
+func checkOpenAIHeaders(e *errs, o *OpenAITarget, path string) {
 	if o.APIKeyEnv != "" && !isEnvName(o.APIKeyEnv) {
 		e.add(hideValue(o.At("api_key_env")), "%s.api_key_env %s", path, envNameMsg)
 	}
@@ -320,6 +338,11 @@ func checkOpenAI(e *errs, t *Target) {
 			e.add(o.At("secret_headers"), "%s.secret_headers: %q is not a valid header name", path, name)
 		}
 	}
+}
+
+// defaultOpenAIOptions fills in the switches, ready_timeout and request
+// timeouts left unset.
+func defaultOpenAIOptions(o *OpenAITarget) {
 	if o.Stream == nil {
 		o.Stream = boolPtr(true)
 	}
@@ -349,6 +372,11 @@ func checkOpenAI(e *errs, t *Target) {
 	if !o.Timeouts.Has("total") {
 		o.Timeouts.Total.Duration = 30 * time.Minute
 	}
+}
+
+// checkOpenAISim keeps the sim block for an embedded target only.
+func checkOpenAISim(e *errs, t *Target, path string) {
+	o := t.OpenAI
 	if !t.Embedded() && o.Has("sim") {
 		// A latency model for a simulator that is not started would be
 		// ignored without a word, and the report would not say so. (A
@@ -362,20 +390,27 @@ func checkOpenAI(e *errs, t *Target) {
 	if !t.Embedded() {
 		o.Sim = nil
 	}
-	if r := &o.Retries; o.Has("retries") {
-		if r.Max < 0 {
-			e.add(r.At("max"), "%s.retries.max: must not be negative, got %d", path, r.Max)
-		}
-		if r.Backoff.Duration == 0 {
-			r.Backoff.Duration = 100 * time.Millisecond
-		}
-		if r.MaxBackoff.Duration == 0 {
-			r.MaxBackoff.Duration = 10 * time.Second
-		}
-		if r.MaxBackoff.Duration < r.Backoff.Duration {
-			e.add(r.At("max_backoff"), "%s.retries.max_backoff: %s is below backoff %s", path, r.MaxBackoff.Duration, r.Backoff.Duration)
-		}
+}
+
+// checkRetries defaults the backoff of a retries block and checks it.
+func checkRetries(e *errs, r *Retries, path string) {
+	if r.Max < 0 {
+		e.add(r.At("max"), "%s.retries.max: must not be negative, got %d", path, r.Max)
 	}
+	if r.Backoff.Duration == 0 {
+		r.Backoff.Duration = 100 * time.Millisecond
+	}
+	if r.MaxBackoff.Duration == 0 {
+		r.MaxBackoff.Duration = 10 * time.Second
+	}
+	if r.MaxBackoff.Duration < r.Backoff.Duration {
+		e.add(r.At("max_backoff"), "%s.retries.max_backoff: %s is below backoff %s", path, r.MaxBackoff.Duration, r.Backoff.Duration)
+	}
+}
+
+// checkOpenAITransport defaults and checks how responses are read: the
+// arrival clock, redirects, line size and CA file.
+func checkOpenAITransport(e *errs, o *OpenAITarget, path string) {
 	if o.ArrivalClock == "" {
 		o.ArrivalClock = "kernel"
 	}
