@@ -454,15 +454,6 @@ func checkLivePhase(d *decoder, p *Phase) {
 	if p.Repeat < 0 {
 		e.add(p.At("repeat"), "%s.repeat: must be at least 1, got %d", path, p.Repeat)
 	}
-	single := func(def int) {
-		switch len(p.PromptTokens) {
-		case 0:
-			p.PromptTokens = IntList{def}
-		case 1:
-		default:
-			e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
-		}
-	}
 	if p.Kind != PhaseLoad && p.Kind != PhaseCapacity {
 		for key, dist := range map[string]*Dist{"prompt_tokens": p.PromptDist, "max_tokens": p.MaxTokensDist} {
 			if dist != nil {
@@ -470,29 +461,29 @@ func checkLivePhase(d *decoder, p *Phase) {
 			}
 		}
 	}
+	checkPhaseKind(d, p, path)
+	checkPhaseSizes(e, p, path)
+	checkFixedPrompt(e, p, d.file, path)
+	checkDataset(e, p, d.file, path)
+}
+
+// checkPhaseKind applies the defaults and checks particular to the
+// phase's kind.
+func checkPhaseKind(d *decoder, p *Phase, path string) {
+	e := d.errs
 	switch p.Kind {
 	case PhaseWarmup:
-		if p.Requests.List != nil {
-			e.add(p.At("requests"), "%s.requests: a warmup phase takes a count, e.g. requests: 2", path)
-		}
-		if !p.Has("requests") {
-			p.Requests.Count = 2
-		}
-		if p.Requests.Count < 1 && p.Has("requests") {
-			e.add(p.At("requests"), "%s.requests: must be at least 1, got %d", path, p.Requests.Count)
-		}
-		single(64)
-		defMax(p, 16)
+		checkWarmup(e, p, path)
 	case PhasePrefill:
 		if len(p.PromptTokens) == 0 {
 			e.add(p.Pos, "%s: a prefill phase needs prompt_tokens, e.g. [512, 1024, 2048, 4096]", path)
 		}
 		defMax(p, 1)
 	case PhaseDecode:
-		single(512)
+		singlePromptSize(e, p, path, 512)
 		defMax(p, 256)
 	case PhasePrefixCache:
-		single(4096)
+		singlePromptSize(e, p, path, 4096)
 		defMax(p, 1)
 		if p.SuffixTokens == 0 {
 			p.SuffixTokens = 32
@@ -509,20 +500,59 @@ func checkLivePhase(d *decoder, p *Phase) {
 	case PhaseSessions, PhaseAgent:
 		checkConversation(e, p, path)
 	case PhaseRequests:
-		if p.Prompt.Dataset != "" {
-			defMax(p, 16)
-			break
-		}
-		if len(p.Requests.List) == 0 {
-			e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
-		}
+		checkRequestsPhase(e, p, path)
+	}
+}
+
+// singlePromptSize defaults prompt_tokens to def for a phase kind that
+// sends one prompt size, and refuses a list.
+func singlePromptSize(e *errs, p *Phase, path string, def int) {
+	switch len(p.PromptTokens) {
+	case 0:
+		p.PromptTokens = IntList{def}
+	case 1:
+	default:
+		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
+	}
+}
+
+// checkWarmup defaults and checks a warmup phase, which takes a count of
+// requests.
+func checkWarmup(e *errs, p *Phase, path string) {
+	if p.Requests.List != nil {
+		e.add(p.At("requests"), "%s.requests: a warmup phase takes a count, e.g. requests: 2", path)
+	}
+	if !p.Has("requests") {
+		p.Requests.Count = 2
+	}
+	if p.Requests.Count < 1 && p.Has("requests") {
+		e.add(p.At("requests"), "%s.requests: must be at least 1, got %d", path, p.Requests.Count)
+	}
+	singlePromptSize(e, p, path, 64)
+	defMax(p, 16)
+}
+
+// checkRequestsPhase checks a requests phase's list; with prompt.dataset
+// the list comes from the file (checkDataset).
+func checkRequestsPhase(e *errs, p *Phase, path string) {
+	if p.Prompt.Dataset != "" {
 		defMax(p, 16)
-		for i, r := range p.Requests.List {
-			if (len(r.Messages) == 0) == (r.Prompt == "") {
-				e.add(r.Pos, "%s.requests[%d]: give either messages or prompt", path, i)
-			}
+		return
+	}
+	if len(p.Requests.List) == 0 {
+		e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
+	}
+	defMax(p, 16)
+	for i, r := range p.Requests.List {
+		if (len(r.Messages) == 0) == (r.Prompt == "") {
+			e.add(r.Pos, "%s.requests[%d]: give either messages or prompt", path, i)
 		}
 	}
+}
+
+// checkPhaseSizes checks the token counts and error budget common to
+// every live phase kind, once the kind's defaults are in.
+func checkPhaseSizes(e *errs, p *Phase, path string) {
 	for i, n := range p.PromptTokens {
 		if n < 1 {
 			e.add(p.At("prompt_tokens"), "%s.prompt_tokens[%d]: must be at least 1, got %d", path, i, n)
@@ -534,6 +564,11 @@ func checkLivePhase(d *decoder, p *Phase) {
 	if r := p.MaxErrorRate; r != nil && (*r < 0 || *r > 1) {
 		e.add(p.At("max_error_rate"), "%s.max_error_rate: a fraction from 0 to 1, got %v", path, *r)
 	}
+}
+
+// checkFixedPrompt checks prompt.text and prompt.file against the phase,
+// and reads the file.
+func checkFixedPrompt(e *errs, p *Phase, scenarioFile, path string) {
 	pr := &p.Prompt
 	if pr.Text != "" && pr.File != "" {
 		e.add(pr.Pos, "%s.prompt: give text or file, not both", path)
@@ -545,9 +580,8 @@ func checkLivePhase(d *decoder, p *Phase) {
 		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: does not apply with a fixed prompt text or file", path)
 	}
 	if pr.File != "" {
-		p.FilePrompts = readPromptFile(e, pr.At("file"), d.file, pr.File, path)
+		p.FilePrompts = readPromptFile(e, pr.At("file"), scenarioFile, pr.File, path)
 	}
-	checkDataset(e, p, d.file, path)
 }
 
 func defMax(p *Phase, def int) {
