@@ -630,6 +630,18 @@ func readPromptFile(e *errs, at Pos, scenarioFile, name, path string) []*Request
 
 // checkLoad applies the defaults of a load phase and checks its shape.
 func checkLoad(e *errs, p *Phase, path string) {
+	checkLoadMode(e, p, path)
+	checkLoadArrival(e, p, path)
+	checkLoadBounds(e, p, path)
+	checkLoadSizes(e, p, path)
+	if p.Has("shared_prefix") {
+		checkSharedPrefix(e, p, path)
+	}
+}
+
+// checkLoadMode checks that exactly one of concurrency, rate and sweep
+// drives the phase, and each one's values.
+func checkLoadMode(e *errs, p *Phase, path string) {
 	modes := 0
 	if p.Has("concurrency") {
 		modes++
@@ -645,27 +657,38 @@ func checkLoad(e *errs, p *Phase, path string) {
 	}
 	if p.Has("sweep") {
 		modes++
-		sw := &p.Sweep
-		switch {
-		case len(sw.Concurrency) > 0 && len(sw.Rate) > 0:
-			e.add(p.At("sweep"), "%s.sweep: sweep concurrency or rate, not both", path)
-		case len(sw.Concurrency) == 0 && len(sw.Rate) == 0:
-			e.add(p.At("sweep"), "%s.sweep: a sweep needs points, e.g. sweep: {concurrency: [1, 8, 32]}", path)
-		}
-		for i, c := range sw.Concurrency {
-			if c < 1 {
-				e.add(sw.At("concurrency"), "%s.sweep.concurrency[%d]: must be at least 1, got %d", path, i, c)
-			}
-		}
-		for i, r := range sw.Rate {
-			if !(r > 0) {
-				e.add(sw.At("rate"), "%s.sweep.rate[%d]: must be positive, got %v", path, i, r)
-			}
-		}
+		checkSweep(e, p, path)
 	}
 	if modes != 1 {
 		e.add(p.Pos, "%s: a load phase needs exactly one of concurrency (closed loop), rate (open loop) or sweep", path)
 	}
+}
+
+// checkSweep checks a sweep's points: of one kind, at least one, each
+// positive.
+func checkSweep(e *errs, p *Phase, path string) {
+	sw := &p.Sweep
+	switch {
+	case len(sw.Concurrency) > 0 && len(sw.Rate) > 0:
+		e.add(p.At("sweep"), "%s.sweep: sweep concurrency or rate, not both", path)
+	case len(sw.Concurrency) == 0 && len(sw.Rate) == 0:
+		e.add(p.At("sweep"), "%s.sweep: a sweep needs points, e.g. sweep: {concurrency: [1, 8, 32]}", path)
+	}
+	for i, c := range sw.Concurrency {
+		if c < 1 {
+			e.add(sw.At("concurrency"), "%s.sweep.concurrency[%d]: must be at least 1, got %d", path, i, c)
+		}
+	}
+	for i, r := range sw.Rate {
+		if !(r > 0) {
+			e.add(sw.At("rate"), "%s.sweep.rate[%d]: must be positive, got %v", path, i, r)
+		}
+	}
+}
+
+// checkLoadArrival defaults and checks the arrival process, which only
+// open-loop load has.
+func checkLoadArrival(e *errs, p *Phase, path string) {
 	openLoop := p.Has("rate") || len(p.Sweep.Rate) > 0
 	if p.Arrival == "" {
 		p.Arrival = "poisson"
@@ -684,6 +707,11 @@ func checkLoad(e *errs, p *Phase, path string) {
 	if p.Burstiness < 0 {
 		e.add(p.At("burstiness"), "%s.burstiness: must be positive, got %v", path, p.Burstiness)
 	}
+}
+
+// checkLoadBounds checks what ends the phase (a request count and/or a
+// duration) and the limits on how it runs.
+func checkLoadBounds(e *errs, p *Phase, path string) {
 	if p.Requests.List != nil {
 		e.add(p.At("requests"), "%s.requests: a load phase takes a count, e.g. requests: 1000", path)
 	}
@@ -702,6 +730,10 @@ func checkLoad(e *errs, p *Phase, path string) {
 	if p.MaxInFlight < 0 {
 		e.add(p.At("max_in_flight"), "%s.max_in_flight: must be positive, got %d", path, p.MaxInFlight)
 	}
+}
+
+// checkLoadSizes defaults and checks the prompt and output sizes.
+func checkLoadSizes(e *errs, p *Phase, path string) {
 	if p.PromptDist == nil && len(p.PromptTokens) == 0 && p.Prompt.Text == "" && p.Prompt.File == "" && p.Prompt.Dataset == "" {
 		p.PromptTokens = IntList{512}
 	}
@@ -713,16 +745,20 @@ func checkLoad(e *errs, p *Phase, path string) {
 	}
 	checkDist(e, p.PromptDist, path+".prompt_tokens")
 	checkDist(e, p.MaxTokensDist, path+".max_tokens")
-	if sp := &p.Shared; p.Has("shared_prefix") {
-		if sp.Groups < 1 {
-			e.add(sp.At("groups"), "%s.shared_prefix.groups: must be at least 1, got %d", path, sp.Groups)
-		}
-		if sp.PrefixTokens < 1 {
-			e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: must be at least 1, got %d", path, sp.PrefixTokens)
-		}
-		if smallest := minPrompt(p); smallest > 0 && sp.PrefixTokens >= smallest {
-			e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: %d leaves no room in prompts of %d tokens", path, sp.PrefixTokens, smallest)
-		}
+}
+
+// checkSharedPrefix checks shared_prefix, whose prefix must leave room in
+// the smallest prompt.
+func checkSharedPrefix(e *errs, p *Phase, path string) {
+	sp := &p.Shared
+	if sp.Groups < 1 {
+		e.add(sp.At("groups"), "%s.shared_prefix.groups: must be at least 1, got %d", path, sp.Groups)
+	}
+	if sp.PrefixTokens < 1 {
+		e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: must be at least 1, got %d", path, sp.PrefixTokens)
+	}
+	if smallest := minPrompt(p); smallest > 0 && sp.PrefixTokens >= smallest {
+		e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: %d leaves no room in prompts of %d tokens", path, sp.PrefixTokens, smallest)
 	}
 }
 
