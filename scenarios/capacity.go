@@ -146,6 +146,16 @@ func checkCapacity(e *errs, p *Phase, path string) {
 		e.add(p.Pos, "%s: a capacity phase needs capacity: {min, max, objectives}, e.g. capacity: {min: 1, max: 64, objectives: [\"ttft_ms.p99 <= 500\"]}", path)
 		return
 	}
+	checkCapacityBounds(e, c, path)
+	checkCapacityBudget(e, c, path)
+	checkCapacityProbe(e, &c.Probe, path)
+	checkCapacityObjectives(e, p, path)
+	checkCapacityTraffic(e, p, path)
+}
+
+// checkCapacityBounds defaults capacity.by and checks the search range and
+// its starting point; by concurrency, every bound is a whole number.
+func checkCapacityBounds(e *errs, c *Capacity, path string) {
 	if c.By == "" {
 		c.By = "rate"
 	}
@@ -176,6 +186,11 @@ func checkCapacity(e *errs, p *Phase, path string) {
 	} else if c.Start < c.Min || c.Start > c.Max {
 		e.add(c.At("start"), "%s.capacity.start: must lie within min and max, got %v", path, c.Start)
 	}
+}
+
+// checkCapacityBudget defaults and checks when the search stops: the
+// precision it narrows to and the time it may take.
+func checkCapacityBudget(e *errs, c *Capacity, path string) {
 	if !c.Has("precision") {
 		c.Precision.Fraction = 0.05
 	} else if f := c.Precision.Fraction; !(f > 0) || f >= 1 {
@@ -186,7 +201,11 @@ func checkCapacity(e *errs, p *Phase, path string) {
 	} else if c.Budget.Duration <= 0 {
 		e.add(c.At("budget"), "%s.capacity.budget: must be positive", path)
 	}
-	pr := &c.Probe
+}
+
+// checkCapacityProbe defaults and checks how each point of the search is
+// measured.
+func checkCapacityProbe(e *errs, pr *Probe, path string) {
 	if pr.Duration.Duration == 0 {
 		pr.Duration.Duration = 5e9
 	}
@@ -203,6 +222,12 @@ func checkCapacity(e *errs, p *Phase, path string) {
 	} else if pr.Repeat < 1 {
 		e.add(pr.At("repeat"), "%s.capacity.probe.repeat: must be at least 1, got %d", path, pr.Repeat)
 	}
+}
+
+// checkCapacityObjectives checks that there are objectives and that each
+// one can be measured and passed in the direction it is written.
+func checkCapacityObjectives(e *errs, p *Phase, path string) {
+	c := &p.Capacity
 	if len(c.Objectives) == 0 {
 		e.add(c.At("objectives"), "%s.capacity.objectives: a capacity search needs at least one objective, e.g. [\"ttft_ms.p99 <= 500\"]", path)
 	}
@@ -217,9 +242,14 @@ func checkCapacity(e *errs, p *Phase, path string) {
 			e.add(o.Pos, "%s.capacity.objectives: a closed loop (by: concurrency) has no queue_ms", path)
 		}
 	}
+}
+
+// checkCapacityTraffic defaults and checks what each probe sends: its
+// arrival process and its prompt and output sizes.
+func checkCapacityTraffic(e *errs, p *Phase, path string) {
 	if p.Arrival == "" {
 		p.Arrival = "poisson"
-	} else if c.By == "concurrency" {
+	} else if p.Capacity.By == "concurrency" {
 		e.add(p.At("arrival"), "%s.arrival: applies to a search by rate, not by concurrency", path)
 	}
 	if !oneOf(p.Arrival, arrivals) {

@@ -284,6 +284,20 @@ func quote(s string) string { return "\"" + s + "\"" }
 func checkOpenAI(e *errs, t *Target) {
 	o := t.OpenAI
 	path := "targets." + t.Name
+	checkOpenAIAddress(e, t, path)
+	checkOpenAIHeaders(e, o, path)
+	defaultOpenAIOptions(o)
+	checkOpenAISim(e, t, path)
+	if o.Has("retries") {
+		checkRetries(e, &o.Retries, path)
+	}
+	checkOpenAITransport(e, o, path)
+}
+
+// checkOpenAIAddress checks where the target's requests go: its base_url
+// and its endpoint, which the Messages API narrows to chat.
+func checkOpenAIAddress(e *errs, t *Target, path string) {
+	o := t.OpenAI
 	if t.Kind == KindEmbedded && o.Has("base_url") {
 		e.add(o.At("base_url"), "%s.base_url: an embedded target is tollgate's own simulator; use kind: openai to name a server", path)
 	}
@@ -301,6 +315,10 @@ func checkOpenAI(e *errs, t *Target) {
 	} else if !oneOf(o.Endpoint, endpoints) {
 		e.add(o.At("endpoint"), "%s.endpoint: unknown %q (one of %s)%s", path, o.Endpoint, strings.Join(endpoints, ", "), suggest(o.Endpoint, endpoints))
 	}
+}
+
+// checkOpenAIHeaders checks the names given for credentials and headers.
+func checkOpenAIHeaders(e *errs, o *OpenAITarget, path string) {
 	if o.APIKeyEnv != "" && !isEnvName(o.APIKeyEnv) {
 		e.add(hideValue(o.At("api_key_env")), "%s.api_key_env %s", path, envNameMsg)
 	}
@@ -320,6 +338,11 @@ func checkOpenAI(e *errs, t *Target) {
 			e.add(o.At("secret_headers"), "%s.secret_headers: %q is not a valid header name", path, name)
 		}
 	}
+}
+
+// defaultOpenAIOptions fills in the switches, ready_timeout and request
+// timeouts left unset.
+func defaultOpenAIOptions(o *OpenAITarget) {
 	if o.Stream == nil {
 		o.Stream = boolPtr(true)
 	}
@@ -349,6 +372,11 @@ func checkOpenAI(e *errs, t *Target) {
 	if !o.Timeouts.Has("total") {
 		o.Timeouts.Total.Duration = 30 * time.Minute
 	}
+}
+
+// checkOpenAISim keeps the sim block for an embedded target only.
+func checkOpenAISim(e *errs, t *Target, path string) {
+	o := t.OpenAI
 	if !t.Embedded() && o.Has("sim") {
 		// A latency model for a simulator that is not started would be
 		// ignored without a word, and the report would not say so. (A
@@ -362,20 +390,27 @@ func checkOpenAI(e *errs, t *Target) {
 	if !t.Embedded() {
 		o.Sim = nil
 	}
-	if r := &o.Retries; o.Has("retries") {
-		if r.Max < 0 {
-			e.add(r.At("max"), "%s.retries.max: must not be negative, got %d", path, r.Max)
-		}
-		if r.Backoff.Duration == 0 {
-			r.Backoff.Duration = 100 * time.Millisecond
-		}
-		if r.MaxBackoff.Duration == 0 {
-			r.MaxBackoff.Duration = 10 * time.Second
-		}
-		if r.MaxBackoff.Duration < r.Backoff.Duration {
-			e.add(r.At("max_backoff"), "%s.retries.max_backoff: %s is below backoff %s", path, r.MaxBackoff.Duration, r.Backoff.Duration)
-		}
+}
+
+// checkRetries defaults the backoff of a retries block and checks it.
+func checkRetries(e *errs, r *Retries, path string) {
+	if r.Max < 0 {
+		e.add(r.At("max"), "%s.retries.max: must not be negative, got %d", path, r.Max)
 	}
+	if r.Backoff.Duration == 0 {
+		r.Backoff.Duration = 100 * time.Millisecond
+	}
+	if r.MaxBackoff.Duration == 0 {
+		r.MaxBackoff.Duration = 10 * time.Second
+	}
+	if r.MaxBackoff.Duration < r.Backoff.Duration {
+		e.add(r.At("max_backoff"), "%s.retries.max_backoff: %s is below backoff %s", path, r.MaxBackoff.Duration, r.Backoff.Duration)
+	}
+}
+
+// checkOpenAITransport defaults and checks how responses are read: the
+// arrival clock, redirects, line size and CA file.
+func checkOpenAITransport(e *errs, o *OpenAITarget, path string) {
 	if o.ArrivalClock == "" {
 		o.ArrivalClock = "kernel"
 	}
@@ -419,15 +454,6 @@ func checkLivePhase(d *decoder, p *Phase) {
 	if p.Repeat < 0 {
 		e.add(p.At("repeat"), "%s.repeat: must be at least 1, got %d", path, p.Repeat)
 	}
-	single := func(def int) {
-		switch len(p.PromptTokens) {
-		case 0:
-			p.PromptTokens = IntList{def}
-		case 1:
-		default:
-			e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
-		}
-	}
 	if p.Kind != PhaseLoad && p.Kind != PhaseCapacity {
 		for key, dist := range map[string]*Dist{"prompt_tokens": p.PromptDist, "max_tokens": p.MaxTokensDist} {
 			if dist != nil {
@@ -435,29 +461,29 @@ func checkLivePhase(d *decoder, p *Phase) {
 			}
 		}
 	}
+	checkPhaseKind(d, p, path)
+	checkPhaseSizes(e, p, path)
+	checkFixedPrompt(e, p, d.file, path)
+	checkDataset(e, p, d.file, path)
+}
+
+// checkPhaseKind applies the defaults and checks particular to the
+// phase's kind.
+func checkPhaseKind(d *decoder, p *Phase, path string) {
+	e := d.errs
 	switch p.Kind {
 	case PhaseWarmup:
-		if p.Requests.List != nil {
-			e.add(p.At("requests"), "%s.requests: a warmup phase takes a count, e.g. requests: 2", path)
-		}
-		if !p.Has("requests") {
-			p.Requests.Count = 2
-		}
-		if p.Requests.Count < 1 && p.Has("requests") {
-			e.add(p.At("requests"), "%s.requests: must be at least 1, got %d", path, p.Requests.Count)
-		}
-		single(64)
-		defMax(p, 16)
+		checkWarmup(e, p, path)
 	case PhasePrefill:
 		if len(p.PromptTokens) == 0 {
 			e.add(p.Pos, "%s: a prefill phase needs prompt_tokens, e.g. [512, 1024, 2048, 4096]", path)
 		}
 		defMax(p, 1)
 	case PhaseDecode:
-		single(512)
+		singlePromptSize(e, p, path, 512)
 		defMax(p, 256)
 	case PhasePrefixCache:
-		single(4096)
+		singlePromptSize(e, p, path, 4096)
 		defMax(p, 1)
 		if p.SuffixTokens == 0 {
 			p.SuffixTokens = 32
@@ -474,20 +500,59 @@ func checkLivePhase(d *decoder, p *Phase) {
 	case PhaseSessions, PhaseAgent:
 		checkConversation(e, p, path)
 	case PhaseRequests:
-		if p.Prompt.Dataset != "" {
-			defMax(p, 16)
-			break
-		}
-		if len(p.Requests.List) == 0 {
-			e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
-		}
+		checkRequestsPhase(e, p, path)
+	}
+}
+
+// singlePromptSize defaults prompt_tokens to def for a phase kind that
+// sends one prompt size, and refuses a list.
+func singlePromptSize(e *errs, p *Phase, path string, def int) {
+	switch len(p.PromptTokens) {
+	case 0:
+		p.PromptTokens = IntList{def}
+	case 1:
+	default:
+		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
+	}
+}
+
+// checkWarmup defaults and checks a warmup phase, which takes a count of
+// requests.
+func checkWarmup(e *errs, p *Phase, path string) {
+	if p.Requests.List != nil {
+		e.add(p.At("requests"), "%s.requests: a warmup phase takes a count, e.g. requests: 2", path)
+	}
+	if !p.Has("requests") {
+		p.Requests.Count = 2
+	}
+	if p.Requests.Count < 1 && p.Has("requests") {
+		e.add(p.At("requests"), "%s.requests: must be at least 1, got %d", path, p.Requests.Count)
+	}
+	singlePromptSize(e, p, path, 64)
+	defMax(p, 16)
+}
+
+// checkRequestsPhase checks a requests phase's list; with prompt.dataset
+// the list comes from the file (checkDataset).
+func checkRequestsPhase(e *errs, p *Phase, path string) {
+	if p.Prompt.Dataset != "" {
 		defMax(p, 16)
-		for i, r := range p.Requests.List {
-			if (len(r.Messages) == 0) == (r.Prompt == "") {
-				e.add(r.Pos, "%s.requests[%d]: give either messages or prompt", path, i)
-			}
+		return
+	}
+	if len(p.Requests.List) == 0 {
+		e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
+	}
+	defMax(p, 16)
+	for i, r := range p.Requests.List {
+		if (len(r.Messages) == 0) == (r.Prompt == "") {
+			e.add(r.Pos, "%s.requests[%d]: give either messages or prompt", path, i)
 		}
 	}
+}
+
+// checkPhaseSizes checks the token counts and error budget common to
+// every live phase kind, once the kind's defaults are in.
+func checkPhaseSizes(e *errs, p *Phase, path string) {
 	for i, n := range p.PromptTokens {
 		if n < 1 {
 			e.add(p.At("prompt_tokens"), "%s.prompt_tokens[%d]: must be at least 1, got %d", path, i, n)
@@ -499,6 +564,11 @@ func checkLivePhase(d *decoder, p *Phase) {
 	if r := p.MaxErrorRate; r != nil && (*r < 0 || *r > 1) {
 		e.add(p.At("max_error_rate"), "%s.max_error_rate: a fraction from 0 to 1, got %v", path, *r)
 	}
+}
+
+// checkFixedPrompt checks prompt.text and prompt.file against the phase,
+// and reads the file.
+func checkFixedPrompt(e *errs, p *Phase, scenarioFile, path string) {
 	pr := &p.Prompt
 	if pr.Text != "" && pr.File != "" {
 		e.add(pr.Pos, "%s.prompt: give text or file, not both", path)
@@ -510,9 +580,8 @@ func checkLivePhase(d *decoder, p *Phase) {
 		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: does not apply with a fixed prompt text or file", path)
 	}
 	if pr.File != "" {
-		p.FilePrompts = readPromptFile(e, pr.At("file"), d.file, pr.File, path)
+		p.FilePrompts = readPromptFile(e, pr.At("file"), scenarioFile, pr.File, path)
 	}
-	checkDataset(e, p, d.file, path)
 }
 
 func defMax(p *Phase, def int) {
@@ -561,6 +630,18 @@ func readPromptFile(e *errs, at Pos, scenarioFile, name, path string) []*Request
 
 // checkLoad applies the defaults of a load phase and checks its shape.
 func checkLoad(e *errs, p *Phase, path string) {
+	checkLoadMode(e, p, path)
+	checkLoadArrival(e, p, path)
+	checkLoadBounds(e, p, path)
+	checkLoadSizes(e, p, path)
+	if p.Has("shared_prefix") {
+		checkSharedPrefix(e, p, path)
+	}
+}
+
+// checkLoadMode checks that exactly one of concurrency, rate and sweep
+// drives the phase, and each one's values.
+func checkLoadMode(e *errs, p *Phase, path string) {
 	modes := 0
 	if p.Has("concurrency") {
 		modes++
@@ -576,27 +657,38 @@ func checkLoad(e *errs, p *Phase, path string) {
 	}
 	if p.Has("sweep") {
 		modes++
-		sw := &p.Sweep
-		switch {
-		case len(sw.Concurrency) > 0 && len(sw.Rate) > 0:
-			e.add(p.At("sweep"), "%s.sweep: sweep concurrency or rate, not both", path)
-		case len(sw.Concurrency) == 0 && len(sw.Rate) == 0:
-			e.add(p.At("sweep"), "%s.sweep: a sweep needs points, e.g. sweep: {concurrency: [1, 8, 32]}", path)
-		}
-		for i, c := range sw.Concurrency {
-			if c < 1 {
-				e.add(sw.At("concurrency"), "%s.sweep.concurrency[%d]: must be at least 1, got %d", path, i, c)
-			}
-		}
-		for i, r := range sw.Rate {
-			if !(r > 0) {
-				e.add(sw.At("rate"), "%s.sweep.rate[%d]: must be positive, got %v", path, i, r)
-			}
-		}
+		checkSweep(e, p, path)
 	}
 	if modes != 1 {
 		e.add(p.Pos, "%s: a load phase needs exactly one of concurrency (closed loop), rate (open loop) or sweep", path)
 	}
+}
+
+// checkSweep checks a sweep's points: of one kind, at least one, each
+// positive.
+func checkSweep(e *errs, p *Phase, path string) {
+	sw := &p.Sweep
+	switch {
+	case len(sw.Concurrency) > 0 && len(sw.Rate) > 0:
+		e.add(p.At("sweep"), "%s.sweep: sweep concurrency or rate, not both", path)
+	case len(sw.Concurrency) == 0 && len(sw.Rate) == 0:
+		e.add(p.At("sweep"), "%s.sweep: a sweep needs points, e.g. sweep: {concurrency: [1, 8, 32]}", path)
+	}
+	for i, c := range sw.Concurrency {
+		if c < 1 {
+			e.add(sw.At("concurrency"), "%s.sweep.concurrency[%d]: must be at least 1, got %d", path, i, c)
+		}
+	}
+	for i, r := range sw.Rate {
+		if !(r > 0) {
+			e.add(sw.At("rate"), "%s.sweep.rate[%d]: must be positive, got %v", path, i, r)
+		}
+	}
+}
+
+// checkLoadArrival defaults and checks the arrival process, which only
+// open-loop load has.
+func checkLoadArrival(e *errs, p *Phase, path string) {
 	openLoop := p.Has("rate") || len(p.Sweep.Rate) > 0
 	if p.Arrival == "" {
 		p.Arrival = "poisson"
@@ -615,6 +707,11 @@ func checkLoad(e *errs, p *Phase, path string) {
 	if p.Burstiness < 0 {
 		e.add(p.At("burstiness"), "%s.burstiness: must be positive, got %v", path, p.Burstiness)
 	}
+}
+
+// checkLoadBounds checks what ends the phase (a request count and/or a
+// duration) and the limits on how it runs.
+func checkLoadBounds(e *errs, p *Phase, path string) {
 	if p.Requests.List != nil {
 		e.add(p.At("requests"), "%s.requests: a load phase takes a count, e.g. requests: 1000", path)
 	}
@@ -633,6 +730,10 @@ func checkLoad(e *errs, p *Phase, path string) {
 	if p.MaxInFlight < 0 {
 		e.add(p.At("max_in_flight"), "%s.max_in_flight: must be positive, got %d", path, p.MaxInFlight)
 	}
+}
+
+// checkLoadSizes defaults and checks the prompt and output sizes.
+func checkLoadSizes(e *errs, p *Phase, path string) {
 	if p.PromptDist == nil && len(p.PromptTokens) == 0 && p.Prompt.Text == "" && p.Prompt.File == "" && p.Prompt.Dataset == "" {
 		p.PromptTokens = IntList{512}
 	}
@@ -644,16 +745,20 @@ func checkLoad(e *errs, p *Phase, path string) {
 	}
 	checkDist(e, p.PromptDist, path+".prompt_tokens")
 	checkDist(e, p.MaxTokensDist, path+".max_tokens")
-	if sp := &p.Shared; p.Has("shared_prefix") {
-		if sp.Groups < 1 {
-			e.add(sp.At("groups"), "%s.shared_prefix.groups: must be at least 1, got %d", path, sp.Groups)
-		}
-		if sp.PrefixTokens < 1 {
-			e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: must be at least 1, got %d", path, sp.PrefixTokens)
-		}
-		if smallest := minPrompt(p); smallest > 0 && sp.PrefixTokens >= smallest {
-			e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: %d leaves no room in prompts of %d tokens", path, sp.PrefixTokens, smallest)
-		}
+}
+
+// checkSharedPrefix checks shared_prefix, whose prefix must leave room in
+// the smallest prompt.
+func checkSharedPrefix(e *errs, p *Phase, path string) {
+	sp := &p.Shared
+	if sp.Groups < 1 {
+		e.add(sp.At("groups"), "%s.shared_prefix.groups: must be at least 1, got %d", path, sp.Groups)
+	}
+	if sp.PrefixTokens < 1 {
+		e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: must be at least 1, got %d", path, sp.PrefixTokens)
+	}
+	if smallest := minPrompt(p); smallest > 0 && sp.PrefixTokens >= smallest {
+		e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: %d leaves no room in prompts of %d tokens", path, sp.PrefixTokens, smallest)
 	}
 }
 

@@ -46,22 +46,64 @@ func resolve(scenarioFile, name string) string {
 // as the phase's FilePrompts (for a requests phase, its request list).
 func checkDataset(e *errs, p *Phase, scenarioFile, path string) {
 	pr := &p.Prompt
-	at := pr.At("dataset")
 	if pr.Dataset == "" {
-		for _, k := range []string{"format", "replacement", "min_prompt_tokens", "max_prompt_tokens", "min_output_tokens", "max_output_tokens"} {
-			if pr.Has(k) {
-				e.add(pr.At(k), "%s.prompt.%s: applies with prompt.dataset", path, k)
-			}
-		}
+		checkNoDatasetOptions(e, pr, path)
 		return
 	}
-	if !oneOf(p.Kind, datasetPhases) {
-		e.add(at, "%s.prompt.dataset: applies to %s phases, not %s", path, strings.Join(datasetPhases, ", "), p.Kind)
+	if !checkDatasetOptions(e, p, path) {
 		return
+	}
+	need, ok := datasetNeed(e, p, path)
+	if !ok {
+		return
+	}
+	replace := pr.Replacement != nil && *pr.Replacement
+	full := resolve(scenarioFile, pr.Dataset)
+	info := &DatasetInfo{File: pr.Dataset, Path: full, Format: pr.Format, Replacement: replace}
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0xda7a5e7))
+	pool, ok := sampleDataset(e, p, path, info, rng, need)
+	if !ok {
+		return
+	}
+	rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+	if replace && need > 0 {
+		drawn := make([]*RequestSpec, need)
+		for i := range drawn {
+			drawn[i] = pool[rng.IntN(len(pool))]
+		}
+		pool = drawn
+	}
+	info.Used = len(pool)
+	p.Dataset = info
+	if p.Kind == PhaseRequests {
+		p.Requests.List = pool
+		return
+	}
+	p.FilePrompts = pool
+}
+
+// checkNoDatasetOptions reports the dataset options given without
+// prompt.dataset, which would otherwise be silently ignored.
+func checkNoDatasetOptions(e *errs, pr *PromptSpec, path string) {
+	for _, k := range []string{"format", "replacement", "min_prompt_tokens", "max_prompt_tokens", "min_output_tokens", "max_output_tokens"} {
+		if pr.Has(k) {
+			e.add(pr.At(k), "%s.prompt.%s: applies with prompt.dataset", path, k)
+		}
+	}
+}
+
+// checkDatasetOptions checks that prompt.dataset fits the phase and that
+// its format and length filters are sound, defaulting the format from the
+// file's name. False means reading the file would be pointless.
+func checkDatasetOptions(e *errs, p *Phase, path string) bool {
+	pr := &p.Prompt
+	if !oneOf(p.Kind, datasetPhases) {
+		e.add(pr.At("dataset"), "%s.prompt.dataset: applies to %s phases, not %s", path, strings.Join(datasetPhases, ", "), p.Kind)
+		return false
 	}
 	if pr.Text != "" || pr.File != "" {
 		e.add(pr.Pos, "%s.prompt: give one of text, file or dataset", path)
-		return
+		return false
 	}
 	if p.Has("prompt_tokens") {
 		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: does not apply with prompt.dataset (filter by prompt.min_prompt_tokens and max_prompt_tokens)", path)
@@ -74,61 +116,74 @@ func checkDataset(e *errs, p *Phase, scenarioFile, path string) {
 	}
 	if !oneOf(pr.Format, workload.DatasetFormats) {
 		e.add(pr.At("format"), "%s.prompt.format: unknown %q (one of %s)%s", path, pr.Format, strings.Join(workload.DatasetFormats, ", "), suggest(pr.Format, workload.DatasetFormats))
-		return
+		return false
 	}
+	return checkDatasetFilters(e, pr, path)
+}
+
+// checkDatasetFilters checks the prompt and output token bounds, stopping
+// at the first bad one.
+func checkDatasetFilters(e *errs, pr *PromptSpec, path string) bool {
 	for _, k := range []struct {
 		key string
 		v   int
 	}{{"min_prompt_tokens", pr.MinPromptTokens}, {"max_prompt_tokens", pr.MaxPromptTokens}, {"min_output_tokens", pr.MinOutputTokens}, {"max_output_tokens", pr.MaxOutputTokens}} {
 		if k.v < 0 || (k.v == 0 && pr.Has(k.key)) {
 			e.add(pr.At(k.key), "%s.prompt.%s: must be at least 1, got %d", path, k.key, k.v)
-			return
+			return false
 		}
 	}
 	if pr.MaxPromptTokens > 0 && pr.MaxPromptTokens < pr.MinPromptTokens {
 		e.add(pr.At("max_prompt_tokens"), "%s.prompt.max_prompt_tokens: %d is below min_prompt_tokens %d", path, pr.MaxPromptTokens, pr.MinPromptTokens)
-		return
+		return false
 	}
 	if pr.MaxOutputTokens > 0 && pr.MaxOutputTokens < pr.MinOutputTokens {
 		e.add(pr.At("max_output_tokens"), "%s.prompt.max_output_tokens: %d is below min_output_tokens %d", path, pr.MaxOutputTokens, pr.MinOutputTokens)
-		return
+		return false
 	}
-	// How many prompts the phase sends, when it knows.
-	need := 0
+	return true
+}
+
+// datasetNeed is how many prompts the phase sends, when it knows (0 when
+// it does not: a duration-bound load phase). False when a requests phase
+// gives no usable count.
+func datasetNeed(e *errs, p *Phase, path string) (int, bool) {
 	switch p.Kind {
 	case PhaseLoad:
 		points := max(1, len(p.Sweep.Concurrency)+len(p.Sweep.Rate))
-		need = p.Requests.Count * points
+		return p.Requests.Count * points, true
 	case PhaseRequests:
-		need = p.Requests.Count
 		if p.Requests.List != nil {
 			e.add(p.At("requests"), "%s.requests: with prompt.dataset a requests phase takes a count of prompts, e.g. requests: 20", path)
-			return
+			return 0, false
 		}
-		if need < 1 {
+		if p.Requests.Count < 1 {
 			e.add(p.At("requests"), "%s.requests: with prompt.dataset, how many prompts to send, e.g. requests: 20", path)
-			return
+			return 0, false
 		}
+		return p.Requests.Count, true
 	case PhaseWarmup:
-		need = p.Requests.Count
+		return p.Requests.Count, true
 	}
-	replace := pr.Replacement != nil && *pr.Replacement
+	return 0, true
+}
+
+// sampleDataset streams the dataset once, counting into info, and keeps a
+// seeded uniform sample of the eligible prompts: need of them, or
+// MaxDatasetPool when need is unknown or prompts are drawn with
+// replacement. False when the file cannot serve the phase.
+func sampleDataset(e *errs, p *Phase, path string, info *DatasetInfo, rng *rand.Rand, need int) ([]*RequestSpec, bool) {
+	pr := &p.Prompt
 	size := need
-	if size == 0 || replace {
+	if size == 0 || info.Replacement {
 		size = MaxDatasetPool
 	}
-	full := resolve(scenarioFile, pr.Dataset)
-	info := &DatasetInfo{File: pr.Dataset, Path: full, Format: pr.Format, Replacement: replace}
-	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0xda7a5e7))
 	var pool []*RequestSpec
 	var lines []int
 	fixed := p.Has("max_tokens")
-	skipped, err := workload.ReadDataset(full, pr.Format, func(it workload.Item) error {
+	skipped, err := workload.ReadDataset(info.Path, pr.Format, func(it workload.Item) error {
 		info.Read++
-		if pr.MinPromptTokens > 0 && it.PromptTokens < pr.MinPromptTokens ||
-			pr.MaxPromptTokens > 0 && it.PromptTokens > pr.MaxPromptTokens ||
-			pr.MinOutputTokens > 0 && it.OutputTokens > 0 && it.OutputTokens < pr.MinOutputTokens ||
-			pr.MaxOutputTokens > 0 && it.OutputTokens > pr.MaxOutputTokens {
+		if !withinFilters(pr, it) {
 			return nil
 		}
 		info.Eligible++
@@ -154,37 +209,33 @@ func checkDataset(e *errs, p *Phase, scenarioFile, path string) {
 		return nil
 	})
 	info.Skipped = skipped
+	at := pr.At("dataset")
 	if err != nil {
 		e.add(at, "%s.prompt.dataset: %v", path, err)
-		return
+		return nil, false
 	}
 	if info.Eligible == 0 {
 		what := "holds no prompts"
 		if info.Read > 0 {
 			what = fmt.Sprintf("holds no prompts within the length filters (%d read)", info.Read)
 		}
-		e.add(at, "%s.prompt.dataset: %s %s", path, full, what)
-		return
+		e.add(at, "%s.prompt.dataset: %s %s", path, info.Path, what)
+		return nil, false
 	}
-	if need > 0 && !replace && info.Eligible < need {
-		e.add(at, "%s.prompt.dataset: %s holds %d prompts within the filters and the phase sends %d; give prompt.replacement: true or fewer requests", path, full, info.Eligible, need)
-		return
+	if need > 0 && !info.Replacement && info.Eligible < need {
+		e.add(at, "%s.prompt.dataset: %s holds %d prompts within the filters and the phase sends %d; give prompt.replacement: true or fewer requests", path, info.Path, info.Eligible, need)
+		return nil, false
 	}
-	rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
-	if replace && need > 0 {
-		drawn := make([]*RequestSpec, need)
-		for i := range drawn {
-			drawn[i] = pool[rng.IntN(len(pool))]
-		}
-		pool = drawn
-	}
-	info.Used = len(pool)
-	p.Dataset = info
-	if p.Kind == PhaseRequests {
-		p.Requests.List = pool
-		return
-	}
-	p.FilePrompts = pool
+	return pool, true
+}
+
+// withinFilters reports whether a dataset item passes the length filters;
+// an item with no known output length passes the output minimum.
+func withinFilters(pr *PromptSpec, it workload.Item) bool {
+	return !(pr.MinPromptTokens > 0 && it.PromptTokens < pr.MinPromptTokens ||
+		pr.MaxPromptTokens > 0 && it.PromptTokens > pr.MaxPromptTokens ||
+		pr.MinOutputTokens > 0 && it.OutputTokens > 0 && it.OutputTokens < pr.MinOutputTokens ||
+		pr.MaxOutputTokens > 0 && it.OutputTokens > pr.MaxOutputTokens)
 }
 
 func messagesOf(ms []workload.Message) []MessageSpec {

@@ -73,13 +73,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // Parse is Load for bytes already read; file names the source in errors.
 func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	e := &errs{}
-	d := &decoder{file: file, errs: e}
-	for _, v := range opts.Vars {
-		d.sets = append(d.sets, "--var "+v)
-	}
-	for _, s := range opts.Sets {
-		d.sets = append(d.sets, "--set "+s)
-	}
+	d := &decoder{file: file, errs: e, sets: setLabels(opts)}
 	env := opts.LookupEnv
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
@@ -94,37 +88,8 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		return nil, e.err()
 	}
 	applyProfile(d, root, opts.Profile)
-	var sch *setSchema
-	if len(opts.Vars)+len(opts.Sets) > 0 {
-		var err error
-		if sch, err = loadSetSchema(); err != nil {
-			e.add(Pos{File: file}, "internal: %v", err)
-		}
-	}
-	for i, v := range opts.Vars {
-		name, value, ok := strings.Cut(v, "=")
-		if !ok || name == "" || strings.Contains(name, ".") {
-			e.add(Pos{Set: "--var " + v}, "expected NAME=VALUE, e.g. --var base_url=http://127.0.0.1:8000")
-			continue
-		}
-		if mapValue(root, "vars") == nil {
-			e.add(Pos{Set: "--var " + v}, "the scenario has no vars to set; declare it in the file (vars: {%s: ...})", name)
-			continue
-		}
-		applySet(d, sch, root, i, "vars."+name+"="+value)
-	}
-	for i, s := range opts.Sets {
-		applySet(d, sch, root, len(opts.Vars)+i, s)
-	}
-
-	in := &interp{d: d, vars: map[string]*yaml.Node{}, env: env}
-	varsNode := mapValue(root, "vars")
-	in.defineVars(varsNode)
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i+1] != varsNode {
-			in.walk(root.Content[i+1])
-		}
-	}
+	applyOverrides(d, root, opts)
+	in := interpolateVars(d, root, env)
 	// Values whose interpolation failed stay as written; later errors at the
 	// same place would only repeat the first one, so they are dropped.
 	failed := map[Pos]bool{}
@@ -158,18 +123,98 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		Identity:  fields,
 		Effective: effective,
 		Matrix:    axes,
-		Vars:      map[string]any{},
+		Vars:      scenarioVars(in),
 		Warnings:  warnings,
 	}
+	expandRuns(d, sc, root, in, axes)
+	setGateIndents(sc.Gates, data)
+	if sc.Name == "" {
+		sc.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	dropRepeated(e, firstPass, failed)
+	if identErr != nil && len(e.list) == 0 {
+		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot encode the scenario's identity: %v", identErr)
+	}
+	if err := e.err(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// setLabels are the --var and --set flags as errors name them, in the
+// order they are applied.
+func setLabels(opts Options) []string {
+	var sets []string
+	for _, v := range opts.Vars {
+		sets = append(sets, "--var "+v)
+	}
+	for _, s := range opts.Sets {
+		sets = append(sets, "--set "+s)
+	}
+	return sets
+}
+
+// applyOverrides applies --var then --set to the tree, before anything is
+// interpolated; a --var sets a declared var only.
+func applyOverrides(d *decoder, root *yaml.Node, opts Options) {
+	e, file := d.errs, d.file
+	var sch *setSchema
+	if len(opts.Vars)+len(opts.Sets) > 0 {
+		var err error
+		if sch, err = loadSetSchema(); err != nil {
+			e.add(Pos{File: file}, "internal: %v", err)
+		}
+	}
+	for i, v := range opts.Vars {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok || name == "" || strings.Contains(name, ".") {
+			e.add(Pos{Set: "--var " + v}, "expected NAME=VALUE, e.g. --var base_url=http://127.0.0.1:8000")
+			continue
+		}
+		if mapValue(root, "vars") == nil {
+			e.add(Pos{Set: "--var " + v}, "the scenario has no vars to set; declare it in the file (vars: {%s: ...})", name)
+			continue
+		}
+		applySet(d, sch, root, i, "vars."+name+"="+value)
+	}
+	for i, s := range opts.Sets {
+		applySet(d, sch, root, len(opts.Vars)+i, s)
+	}
+}
+
+// interpolateVars defines the scenario's vars and interpolates the rest of
+// the tree once, before the matrix is expanded.
+func interpolateVars(d *decoder, root *yaml.Node, env func(string) (string, bool)) *interp {
+	in := &interp{d: d, vars: map[string]*yaml.Node{}, env: env}
+	varsNode := mapValue(root, "vars")
+	in.defineVars(varsNode)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i+1] != varsNode {
+			in.walk(root.Content[i+1])
+		}
+	}
+	return in
+}
+
+// scenarioVars are the vars' final values, in the form gates see them.
+func scenarioVars(in *interp) map[string]any {
+	vars := map[string]any{}
 	for _, name := range in.order {
 		var v any
 		n := cloneNode(in.vars[name])
 		unescape(n) // the value gates see is the value the scenario used
 		if err := n.Decode(&v); err == nil {
-			sc.Vars[name] = v
+			vars[name] = v
 		}
 	}
+	return vars
+}
 
+// expandRuns decodes and checks the tree once per matrix combination, and
+// adds a run per target; the first combination gives the scenario's own
+// name, targets, phases and gates.
+func expandRuns(d *decoder, sc *Scenario, root *yaml.Node, in *interp, axes []MatrixAxis) {
+	e, env := d.errs, in.env
 	for ci, combo := range combinations(axes) {
 		n := cloneNode(root)
 		fin := &interp{d: d, vars: in.vars, order: in.order, env: env, matrix: map[string]string{}, final: true}
@@ -206,8 +251,13 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 			sc.Runs = append(sc.Runs, &Run{Name: strings.Join(names, "/"), Params: combo, Target: t, Phases: doc.Phases})
 		}
 	}
+}
+
+// setGateIndents records the indentation of each block-scalar gate
+// expression, read from the source text.
+func setGateIndents(gates []*Gate, data []byte) {
 	lines := strings.Split(string(data), "\n")
-	for _, g := range sc.Gates {
+	for _, g := range gates {
 		if g == nil {
 			continue
 		}
@@ -216,9 +266,11 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 			g.ExprIndent = len(text) - len(strings.TrimLeft(text, " "))
 		}
 	}
-	if sc.Name == "" {
-		sc.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	}
+}
+
+// dropRepeated drops the errors after the first pass that fall where an
+// interpolation already failed.
+func dropRepeated(e *errs, firstPass int, failed map[Pos]bool) {
 	kept := e.list[:firstPass]
 	for _, x := range e.list[firstPass:] {
 		if !failed[x.Pos] {
@@ -226,13 +278,6 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 		}
 	}
 	e.list = kept
-	if identErr != nil && len(e.list) == 0 {
-		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot encode the scenario's identity: %v", identErr)
-	}
-	if err := e.err(); err != nil {
-		return nil, err
-	}
-	return sc, nil
 }
 
 // syntaxError turns a yaml.v3 parse error into a positioned Error. yaml.v3

@@ -61,6 +61,24 @@ const (
 // checkConversation applies the defaults of sessions and agent phases and
 // checks their values.
 func checkConversation(e *errs, p *Phase, path string) {
+	checkConversationLoad(e, p, path)
+	p.Burstiness = 1
+	if len(p.PromptTokens) == 0 {
+		p.PromptTokens = IntList{64}
+	}
+	if len(p.PromptTokens) > 1 {
+		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size (each user message), got %d", path, p.Kind, len(p.PromptTokens))
+	}
+	if p.Kind == PhaseSessions {
+		checkSessions(e, p, path)
+		return
+	}
+	checkAgent(e, p, path)
+}
+
+// checkConversationLoad defaults and checks how many sessions run and how
+// they start: closed loop (concurrency) or open loop (rate, arrival).
+func checkConversationLoad(e *errs, p *Phase, path string) {
 	c := &p.Conversation
 	if !p.Has("sessions") {
 		c.Sessions = 8
@@ -88,24 +106,25 @@ func checkConversation(e *errs, p *Phase, path string) {
 	if !oneOf(p.Arrival, arrivals) {
 		e.add(p.At("arrival"), "%s.arrival: unknown %q (one of %s)%s", path, p.Arrival, strings.Join(arrivals, ", "), suggest(p.Arrival, arrivals))
 	}
-	p.Burstiness = 1
-	if len(p.PromptTokens) == 0 {
-		p.PromptTokens = IntList{64}
+}
+
+// checkSessions defaults and checks the keys of a sessions phase.
+func checkSessions(e *errs, p *Phase, path string) {
+	c := &p.Conversation
+	defMax(p, 64)
+	if !p.Has("turns") {
+		c.Turns = 4
 	}
-	if len(p.PromptTokens) > 1 {
-		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size (each user message), got %d", path, p.Kind, len(p.PromptTokens))
+	if c.Turns < 1 || c.Turns > MaxConversationTurns {
+		e.add(p.At("turns"), "%s.turns: from 1 to %d, got %d", path, MaxConversationTurns, c.Turns)
 	}
-	if p.Kind == PhaseSessions {
-		defMax(p, 64)
-		if !p.Has("turns") {
-			c.Turns = 4
-		}
-		if c.Turns < 1 || c.Turns > MaxConversationTurns {
-			e.add(p.At("turns"), "%s.turns: from 1 to %d, got %d", path, MaxConversationTurns, c.Turns)
-		}
-		checkDist(e, c.ThinkTimeMS, path+".think_time_ms")
-		return
-	}
+	checkDist(e, c.ThinkTimeMS, path+".think_time_ms")
+}
+
+// checkAgent defaults and checks the keys of an agent phase, and compiles
+// its tools.
+func checkAgent(e *errs, p *Phase, path string) {
+	c := &p.Conversation
 	defMax(p, 64)
 	if !p.Has("max_steps") {
 		c.MaxSteps = 8
@@ -125,36 +144,42 @@ func checkConversation(e *errs, p *Phase, path string) {
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Tools {
-		if t == nil {
-			e.add(p.At("tools"), "%s.tools[%d]: expected a mapping {name, parameters}", path, i)
-			continue
-		}
-		tp := fmt.Sprintf("%s.tools[%d]", path, i)
-		switch {
-		case !toolName.MatchString(t.Name):
-			e.add(t.At("name"), "%s.name: %q is not a function name (1 to 64 of A-Z a-z 0-9 _ -)", tp, t.Name)
-		case seen[t.Name]:
-			e.add(t.At("name"), "%s.name: tool %q is named twice", tp, t.Name)
-		}
-		seen[t.Name] = true
-		if t.Parameters == nil {
-			t.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		params, err := json.Marshal(t.Parameters)
-		if err != nil {
-			e.add(t.At("parameters"), "%s.parameters: %v", tp, err)
-			continue
-		}
-		if t.Schema, err = compileToolSchema(params); err != nil {
-			e.add(t.At("parameters"), "%s.parameters: not a valid JSON Schema: %v", tp, err)
-			continue
-		}
-		fn := map[string]any{"name": t.Name, "parameters": json.RawMessage(params)}
-		if t.Description != "" {
-			fn["description"] = t.Description
-		}
-		t.Definition, _ = json.Marshal(map[string]any{"type": "function", "function": fn})
+		checkTool(e, p, path, i, t, seen)
 	}
+}
+
+// checkTool checks one agent tool, named once in seen, and builds its
+// schema and the definition sent to the server.
+func checkTool(e *errs, p *Phase, path string, i int, t *ToolSpec, seen map[string]bool) {
+	if t == nil {
+		e.add(p.At("tools"), "%s.tools[%d]: expected a mapping {name, parameters}", path, i)
+		return
+	}
+	tp := fmt.Sprintf("%s.tools[%d]", path, i)
+	switch {
+	case !toolName.MatchString(t.Name):
+		e.add(t.At("name"), "%s.name: %q is not a function name (1 to 64 of A-Z a-z 0-9 _ -)", tp, t.Name)
+	case seen[t.Name]:
+		e.add(t.At("name"), "%s.name: tool %q is named twice", tp, t.Name)
+	}
+	seen[t.Name] = true
+	if t.Parameters == nil {
+		t.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	params, err := json.Marshal(t.Parameters)
+	if err != nil {
+		e.add(t.At("parameters"), "%s.parameters: %v", tp, err)
+		return
+	}
+	if t.Schema, err = compileToolSchema(params); err != nil {
+		e.add(t.At("parameters"), "%s.parameters: not a valid JSON Schema: %v", tp, err)
+		return
+	}
+	fn := map[string]any{"name": t.Name, "parameters": json.RawMessage(params)}
+	if t.Description != "" {
+		fn["description"] = t.Description
+	}
+	t.Definition, _ = json.Marshal(map[string]any{"type": "function", "function": fn})
 }
 
 // compileToolSchema compiles a tool's parameters as a JSON Schema (draft
