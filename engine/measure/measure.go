@@ -1,8 +1,10 @@
 // Package measure holds the protocol-neutral parts of a measured request:
 // what is sent (Request), what came back (Result, Metrics), how a failure is
-// classified (ErrorClass, Error), and the Client a wire protocol implements.
-// engine/openai is one such protocol; another is one package that fills the
-// same types.
+// classified (ErrorClass, Error), the Timeline a protocol records and the
+// one Derive that computes every per-request metric from it, and the Client
+// a wire protocol implements. engine/openai and engine/anthropic are such
+// protocols; a new one is its package plus its entries in engine.Drivers
+// and live's protocols (see engine/live/live.go for the rest it touches).
 package measure
 
 import (
