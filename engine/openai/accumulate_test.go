@@ -378,3 +378,23 @@ func FuzzParseChunk(f *testing.F) {
 		}
 	})
 }
+
+// A whole streamed request's accounting: Reset, 256 token events and the
+// metrics at the end (the per-request cost beside the per-event one).
+func BenchmarkRequest256(b *testing.B) {
+	a := NewAccumulator()
+	ev := &sse.Event{Data: []byte(benchChunk)}
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Reset(256)
+		for i := range 256 {
+			ev.At = time.Duration(i+1) * time.Millisecond
+			if err := a.Event(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if m := a.Metrics(300 * time.Millisecond); m.DecodeTokensPerS == nil {
+			b.Fatal("no decode rate")
+		}
+	}
+}

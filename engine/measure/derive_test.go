@@ -1,0 +1,300 @@
+package measure
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+
+func f(v float64) *float64 { return &v }
+func n(v int) *int         { return &v }
+
+// tok is one token event of a hand-built timeline.
+type tok struct {
+	at     float64 // ms
+	ch     Channel
+	tokens int
+}
+
+// stream is a streamed timeline: first byte at 5 ms, the events, end at end ms.
+func stream(end float64, u Usage, events ...tok) *Timeline {
+	t := &Timeline{}
+	t.Reset(0)
+	t.Body = BodyStream
+	t.FirstByte(ms(5))
+	for _, e := range events {
+		if err := t.Token(ms(e.at), e.ch, e.tokens); err != nil {
+			panic(err)
+		}
+	}
+	t.Events = len(events)
+	t.Usage = u
+	t.UsageSeen = u.Source == SourceUsage
+	t.End = ms(end)
+	return t
+}
+
+func usage(prompt, completion, cached, reasoning int) Usage {
+	u := Usage{Source: SourceUsage, Prompt: prompt, Completion: completion, PromptSet: true, CompletionSet: true}
+	if cached >= 0 {
+		u.Cached, u.CachedSet = cached, true
+	}
+	if reasoning >= 0 {
+		u.Reasoning, u.ReasonSet = reasoning, true
+	}
+	return u
+}
+
+// evenly is count events of channel ch, every step ms from first.
+func evenly(first, step float64, count int, ch Channel) []tok {
+	out := make([]tok, count)
+	for i := range out {
+		out[i] = tok{at: first + float64(i)*step, ch: ch}
+	}
+	return out
+}
+
+func gaps(step float64, count int) []float64 {
+	out := make([]float64, count)
+	for i := range out {
+		out[i] = step
+	}
+	return out
+}
+
+func TestDerive(t *testing.T) {
+	const A, R, T = ChannelAnswer, ChannelReasoning, ChannelToolCall
+	tests := []struct {
+		name string
+		tl   *Timeline
+		want Metrics
+	}{
+		{
+			// 3 reasoning events 10 ms apart, then 4 answer events: every
+			// figure, each channel timed apart.
+			name: "reasoning model",
+			tl:   stream(80, usage(100, 7, 20, 3), append(evenly(10, 10, 3, R), evenly(40, 10, 4, A)...)...),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(40), E2EMs: 80,
+				ReasoningTokens: n(3), ReasoningTokensPerS: f(2 / 0.020), AnswerTokensPerS: f(3 / 0.030),
+				DecodeTokensPerS: f(6 / 0.060), TPOTMs: f(10), ITLMs: gaps(10, 6), PrefillTokensPerS: f(80 / 0.010),
+				PromptTokens: n(100), CompletionTokens: n(7), CachedTokens: n(20), TokenCountSource: SourceUsage,
+				SSETokenEvents: 7, SSEEvents: 7, UsageSeen: true},
+		},
+		{
+			// The server's reasoning count wins over the events counted, and
+			// one reasoning token has no rate even over two events.
+			name: "one reasoning token split over two events",
+			tl:   stream(50, usage(10, 4, -1, 1), tok{at: 10, ch: R}, tok{at: 20, ch: R}, tok{at: 30, ch: A}, tok{at: 40, ch: A}),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(30), E2EMs: 50,
+				ReasoningTokens: n(1), AnswerTokensPerS: f(2 / 0.010),
+				DecodeTokensPerS: f(3 / 0.030), TPOTMs: f(10), ITLMs: gaps(10, 3), PrefillTokensPerS: f(10 / 0.010),
+				PromptTokens: n(10), CompletionTokens: n(4), TokenCountSource: SourceUsage,
+				SSETokenEvents: 4, SSEEvents: 4, UsageSeen: true},
+		},
+		{
+			// No interval: neither decode rate nor tpot, nor an answer rate.
+			name: "1-token answer",
+			tl:   stream(20, usage(8, 1, -1, -1), tok{at: 10, ch: A}),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 20, ReasoningTokens: n(0),
+				ITLMs: []float64{}, PrefillTokensPerS: f(8 / 0.010), PromptTokens: n(8), CompletionTokens: n(1),
+				TokenCountSource: SourceUsage, SSETokenEvents: 1, SSEEvents: 1, UsageSeen: true},
+		},
+		{
+			// A token the server split over two events: one token has no rate
+			// however far apart its pieces came.
+			name: "1-token answer over two events",
+			tl:   stream(30, usage(8, 1, -1, -1), tok{at: 10, ch: A}, tok{at: 20, ch: A}),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 30, ReasoningTokens: n(0),
+				ITLMs: []float64{10}, PrefillTokensPerS: f(8 / 0.010), PromptTokens: n(8), CompletionTokens: n(1),
+				TokenCountSource: SourceUsage, SSETokenEvents: 2, SSEEvents: 2, UsageSeen: true},
+		},
+		{
+			// Counted events stand in for the counts; no prompt, so no prefill.
+			name: "no usage",
+			tl:   stream(40, Usage{}, evenly(10, 10, 3, A)...),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(2 / 0.020), DecodeTokensPerS: f(2 / 0.020), TPOTMs: f(10), ITLMs: gaps(10, 2),
+				CompletionTokens: n(3), TokenCountSource: SourceSSEEvents, SSETokenEvents: 3, SSEEvents: 3},
+		},
+		{
+			// Token counts given per event add up in place of one per event.
+			name: "no usage, events with known token counts",
+			tl:   stream(40, Usage{}, tok{at: 10, ch: A, tokens: 2}, tok{at: 30, ch: A, tokens: 3}),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(4 / 0.020), DecodeTokensPerS: f(4 / 0.020), TPOTMs: f(5), ITLMs: []float64{20},
+				CompletionTokens: n(5), TokenCountSource: SourceSSEEvents, SSETokenEvents: 2, SSEEvents: 2},
+		},
+		{
+			name: "cached prompt",
+			tl:   stream(40, usage(100, 2, 60, -1), tok{at: 20, ch: A}, tok{at: 30, ch: A}),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(20), TTFOMs: f(20), E2EMs: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(1 / 0.010), DecodeTokensPerS: f(1 / 0.010), TPOTMs: f(10), ITLMs: []float64{10},
+				PrefillTokensPerS: f(40 / 0.020), PromptTokens: n(100), CompletionTokens: n(2), CachedTokens: n(60),
+				TokenCountSource: SourceUsage, SSETokenEvents: 2, SSEEvents: 2, UsageSeen: true},
+		},
+		{
+			// Nothing was prefilled: a rate of no work is absent, not 0.
+			name: "wholly cached prompt",
+			tl:   stream(40, usage(100, 2, 100, -1), tok{at: 20, ch: A}, tok{at: 30, ch: A}),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(20), TTFOMs: f(20), E2EMs: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(1 / 0.010), DecodeTokensPerS: f(1 / 0.010), TPOTMs: f(10), ITLMs: []float64{10},
+				PromptTokens: n(100), CompletionTokens: n(2), CachedTokens: n(100),
+				TokenCountSource: SourceUsage, SSETokenEvents: 2, SSEEvents: 2, UsageSeen: true},
+		},
+		{
+			// A tool call is a token but no answer content: no ttfo, no answer rate.
+			name: "tool calls only",
+			tl:   stream(50, usage(30, 12, -1, -1), evenly(10, 10, 4, T)...),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), E2EMs: 50, ReasoningTokens: n(0),
+				DecodeTokensPerS: f(11 / 0.030), TPOTMs: f(30.0 / 11), ITLMs: gaps(10, 3), PrefillTokensPerS: f(30 / 0.010),
+				PromptTokens: n(30), CompletionTokens: n(12), TokenCountSource: SourceUsage,
+				SSETokenEvents: 4, SSEEvents: 4, UsageSeen: true},
+		},
+		{
+			// The stream broke after two events, before usage and [DONE]:
+			// the figures are what was measured until then.
+			name: "error mid-stream",
+			tl:   stream(35, Usage{}, tok{at: 10, ch: A}, tok{at: 25, ch: A}),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 35, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(1 / 0.015), DecodeTokensPerS: f(1 / 0.015), TPOTMs: f(15), ITLMs: []float64{15},
+				CompletionTokens: n(2), TokenCountSource: SourceSSEEvents, SSETokenEvents: 2, SSEEvents: 2},
+		},
+		{
+			// Events arriving in one read share a time: no interval, no rate.
+			name: "every event in one read",
+			tl:   stream(20, usage(10, 3, -1, -1), evenly(10, 0, 3, A)...),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 20, ReasoningTokens: n(0),
+				ITLMs: gaps(0, 2), PrefillTokensPerS: f(10 / 0.010), PromptTokens: n(10), CompletionTokens: n(3),
+				TokenCountSource: SourceUsage, SSETokenEvents: 3, SSEEvents: 3, UsageSeen: true},
+		},
+		{
+			name: "llama.cpp timings",
+			tl: stream(40, Usage{Source: SourceTimings, Prompt: 12, Completion: 3, Cached: 2, PromptSet: true, CompletionSet: true, CachedSet: true},
+				evenly(10, 10, 3, A)...),
+			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(2 / 0.020), DecodeTokensPerS: f(2 / 0.020), TPOTMs: f(10), ITLMs: gaps(10, 2),
+				PrefillTokensPerS: f(10 / 0.010), PromptTokens: n(12), CompletionTokens: n(3), CachedTokens: n(2),
+				TokenCountSource: SourceTimings, SSETokenEvents: 3, SSEEvents: 3},
+		},
+		{
+			// Refused (an HTTP status, a redirect): only what was measured.
+			name: "no body",
+			tl:   &Timeline{Headers: ms(5), HeadersSet: true, End: ms(6), Usage: usage(1, 1, -1, -1)},
+			want: Metrics{TTFBMs: f(5), E2EMs: 6},
+		},
+		{
+			name: "never answered",
+			tl:   &Timeline{End: ms(3)},
+			want: Metrics{E2EMs: 3},
+		},
+		{
+			name: "non-streamed",
+			tl:   &Timeline{Body: BodyJSON, Headers: ms(5), HeadersSet: true, End: ms(9), Usage: usage(10, 4, 2, -1), OutputTextBytes: 12, UsageSeen: true},
+			want: Metrics{TTFBMs: f(5), E2EMs: 9, ReasoningTokens: n(0), PromptTokens: n(10), CompletionTokens: n(4), CachedTokens: n(2),
+				TokenCountSource: SourceUsage, OutputTextBytes: 12, UsageSeen: true},
+		},
+		{
+			// Reasoning text and no count (the Messages API): unknown.
+			name: "non-streamed reasoning without a count",
+			tl:   &Timeline{Body: BodyJSON, End: ms(9), Usage: usage(10, 4, -1, -1), ReasoningTextBytes: 7},
+			want: Metrics{E2EMs: 9, PromptTokens: n(10), CompletionTokens: n(4), TokenCountSource: SourceUsage, ReasoningTextBytes: 7},
+		},
+		{
+			name: "non-streamed without counts",
+			tl:   &Timeline{Body: BodyJSON, End: ms(9), OutputTextBytes: 3},
+			want: Metrics{E2EMs: 9, ReasoningTokens: n(0), OutputTextBytes: 3},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			same(t, Derive(tt.tl), tt.want)
+		})
+	}
+}
+
+// same fails with every field of got that differs from want (floats to a
+// relative 1e-9).
+func same(t *testing.T, got, want Metrics) {
+	t.Helper()
+	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+	gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
+	for i := range gv.NumField() {
+		name := gv.Type().Field(i).Name
+		g, w := gv.Field(i).Interface(), wv.Field(i).Interface()
+		ok := reflect.DeepEqual(g, w)
+		switch g := g.(type) {
+		case *float64:
+			w := w.(*float64)
+			ok = (g == nil) == (w == nil) && (g == nil || close(*g, *w))
+		case []float64:
+			w := w.([]float64)
+			ok = len(g) == len(w)
+			for j := 0; ok && j < len(g); j++ {
+				ok = close(g[j], w[j])
+			}
+		}
+		if !ok {
+			t.Errorf("%s: got %s, want %s", name, show(gv.Field(i)), show(wv.Field(i)))
+		}
+	}
+}
+
+func show(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "absent"
+		}
+		v = v.Elem()
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// TestTimelineBounds: the token-event bound of max_tokens, and the ITL
+// sample that stays bounded over an endless stream.
+func TestTimelineBounds(t *testing.T) {
+	var tl Timeline
+	tl.Reset(4)
+	var err error
+	for i := range TokenEventLimit(4) + 1 {
+		if err = tl.Token(ms(float64(i)), ChannelAnswer, 0); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, ErrTooManyTokens) || tl.TokenEvents() != TokenEventLimit(4)+1 {
+		t.Fatalf("after %d events: %v", tl.TokenEvents(), err)
+	}
+	tl.Reset(0)
+	for i := range 3*MaxITL + 5 {
+		if err := tl.Token(ms(float64(i)), ChannelAnswer, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l := len(tl.ITL()); l > MaxITL || l < MaxITL/2 || cap(tl.ITL()) > MaxITL {
+		t.Fatalf("itl len %d cap %d", l, cap(tl.ITL()))
+	}
+	if tl.All.Events != 3*MaxITL+5 || tl.All.Last != ms(3*MaxITL+4) {
+		t.Fatalf("span %+v: the events past the ITL bound are not counted", tl.All)
+	}
+}
+
+// TestTokenAllocs: recording a token event allocates nothing once Reset
+// sized the gap list for max_tokens.
+func TestTokenAllocs(t *testing.T) {
+	var tl Timeline
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		tl.Reset(1024)
+		for range 1000 {
+			i++
+			_ = tl.Token(time.Duration(i), ChannelAnswer|ChannelReasoning, 0)
+		}
+	})
+	if allocs > 1 { // the one of Reset
+		t.Fatalf("%v allocations per 1000 events", allocs)
+	}
+}
