@@ -24,10 +24,12 @@ import (
 // constant, phaseKinds and its keys in livePhaseKeys (check.go), any new
 // fields in model.go's Phase and its own defaults and checks; its
 // definition in schema/scenario.schema.json (then go test ./schema
-// -update for the derived parts). A kind that fills report keys no kind
-// fills yet also touches the report types, schema/report.schema.json, the
-// shard merge and repetitions (report/merge.go, report/repeat.go) and the
-// writers that show the keys (report/view and the renderers).
+// -update for the derived parts). Its requests go through the recorder
+// (record.go) and report/fold, so a kind laid out as metrics, points or
+// slices needs nothing in the merge or repetitions. A kind that fills
+// report keys no kind fills yet also touches the report types,
+// schema/report.schema.json, the shard merge (report/fold/merge.go) and
+// the writers that show the keys (report/view and the renderers).
 type PhaseKind interface {
 	Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *report.Phase) error
 	// MaxInFlight is the most requests p keeps in flight at once (1 for a
