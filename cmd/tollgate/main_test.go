@@ -365,7 +365,7 @@ func TestSchemaCommand(t *testing.T) {
 // timed are the examples whose gates judge throughput or latency under load.
 var timed = map[string]bool{"load-sweep.yaml": true, "serving.yaml": true, "quickstart.yaml": true,
 	"agent.yaml": true, "chat-sessions.yaml": true, "trace-replay.yaml": true, "route-session-live.yaml": true,
-	"reasoning.yaml": true, "anthropic.yaml": true, "dataset.yaml": true}
+	"reasoning.yaml": true, "anthropic.yaml": true, "dataset.yaml": true, "sharded-load.yaml": true}
 
 func TestExamplesRun(t *testing.T) {
 	files, err := filepath.Glob("../../examples/*.yaml")
