@@ -176,8 +176,8 @@ func Compile(specs []Spec, shape map[string]any) (*Set, []Problem) {
 			continue
 		}
 		src := &sources{text: map[ast.Node]string{}}
-		prog, err := expr.Compile(s.Expr, withEnv, expr.Patch(src), expr.Patch(&strict{src: src}),
-			expr.Optimize(false), expr.MaxNodes(maxNodes))
+		prog, err := expr.Compile(s.Expr, append([]expr.Option{withEnv, expr.Patch(src), expr.Patch(&strict{src: src}),
+			expr.Optimize(false), expr.MaxNodes(maxNodes)}, inKeyOrder...)...)
 		if err != nil {
 			problems = append(problems, compileProblem(s, err, ErrType))
 			continue

@@ -864,8 +864,8 @@ func evalConst(text string, bindings map[string]any, deadline time.Time, bytesLe
 	defer func() { *bytesLeft = rec.bytesLeft }()
 	env := withHelpers(bindings, rec)
 	src := &sources{text: map[ast.Node]string{}}
-	prog, err := expr.Compile(text, expr.Env(env), expr.Patch(src), expr.Patch(&strict{src: src}),
-		expr.Optimize(false), expr.MaxNodes(maxNodes))
+	prog, err := expr.Compile(text, append([]expr.Option{expr.Env(env), expr.Patch(src), expr.Patch(&strict{src: src}),
+		expr.Optimize(false), expr.MaxNodes(maxNodes)}, inKeyOrder...)...)
 	if err != nil {
 		return nil, err
 	}

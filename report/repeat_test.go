@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/testfixture"
 )
 
 // Three repetitions whose decode TPOT p50 is 10, 30 and 20 ms: every

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/testfixture"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine"
-	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
-	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/internal/testfixture"
 )
 
 // comparePairs are pairs of reports with changes of every kind: a
@@ -19,7 +19,7 @@ func comparePairs(t *testing.T) []struct {
 	old, new *report.Report
 	failOn   []string
 } {
-	route := testfixture.RoundTrip(t, testfixture.RouteSession(t))
+	route := testfixture.RoundTrip(t, testfixture.RouteSession(t, "route-session"))
 	slower := testfixture.RoundTrip(t, route)
 	*slower.Runs["relay/cached"].Phases["decode"].SeamLatencyMS.P50 *= 1.2
 	live := testfixture.RoundTrip(t, testfixture.LiveReport())

@@ -5,8 +5,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/internal/testfixture"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

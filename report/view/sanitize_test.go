@@ -10,11 +10,11 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/tollgate-dev/tollgate/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/annotations"
 	"github.com/tollgate-dev/tollgate/report/csv"
 	"github.com/tollgate-dev/tollgate/report/html"
+	"github.com/tollgate-dev/tollgate/report/internal/testfixture"
 	"github.com/tollgate-dev/tollgate/report/junit"
 	"github.com/tollgate-dev/tollgate/report/markdown"
 	"github.com/tollgate-dev/tollgate/report/text"

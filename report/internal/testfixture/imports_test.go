@@ -13,11 +13,13 @@ import (
 const module = "github.com/tollgate-dev/tollgate"
 
 // TestImportArrows keeps the arrows this package and workload rely on:
-// only tests import testfixture (it runs the engine), workload imports
+// only tests import testfixture, report and internal import nothing above
+// them (the route-session runs are a JSON file this package's test writes),
+// workload imports
 // nothing of the project (scenarios and engine both read it), and
 // scenarios imports nothing under engine (engine depends on scenarios).
 func TestImportArrows(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	imports := map[string][]string{} // package dir (slash, from the root) -> project imports of its non-test files
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -63,9 +65,21 @@ func TestImportArrows(t *testing.T) {
 		from   func(dir string) bool
 		banned func(imp string) bool
 	}{
-		{"only tests import internal/testfixture",
-			func(dir string) bool { return dir != "internal/testfixture" },
-			func(imp string) bool { return imp == "internal/testfixture" }},
+		{"only tests import report/internal/testfixture",
+			func(dir string) bool { return dir != "report/internal/testfixture" },
+			func(imp string) bool { return imp == "report/internal/testfixture" }},
+		{"report and internal import nothing above them (gates, engine, scenarios, cmd)",
+			func(dir string) bool {
+				return strings.HasPrefix(dir, "internal/") || dir == "report" || strings.HasPrefix(dir, "report/")
+			},
+			func(imp string) bool {
+				for _, up := range []string{"gates", "engine", "scenarios", "cmd"} {
+					if imp == up || strings.HasPrefix(imp, up+"/") {
+						return true
+					}
+				}
+				return false
+			}},
 		{"workload imports nothing of the project",
 			func(dir string) bool { return dir == "workload" },
 			func(string) bool { return true }},
