@@ -478,15 +478,27 @@ type latencyMetric struct {
 }
 
 var latencyMetrics = []latencyMetric{
-	{name: "ttft_ms", label: "TTFT",
-		reqs: func(s *report.RequestSample) (float64, bool) { return val(s.TTFTMS), s.OK && s.TTFTMS != nil },
-		live: func(m *report.ServingMetrics) *report.Stat { return &m.TTFTMS }},
-	{name: "e2e_ms", label: "end-to-end latency",
-		reqs: func(s *report.RequestSample) (float64, bool) { return s.E2EMS, s.OK },
-		live: func(m *report.ServingMetrics) *report.Stat { return &m.E2EMS }},
+	servingLatency("ttft_ms", "TTFT"),
+	servingLatency("e2e_ms", "end-to-end latency"),
 	{name: "seam_latency_ms", label: "seam latency",
 		seams: func(s *report.SeamSample) (float64, bool) { return s.SeamLatencyMS, true },
 		seam:  func(m *report.SeamMetrics) *report.Stat { return &m.SeamLatencyMS }},
+}
+
+// servingLatency draws the metric table's key: its aggregate, and its
+// value in each request that succeeded (as the aggregate counts them).
+func servingLatency(key, label string) latencyMetric {
+	m, ok := report.MetricByKey(key)
+	if !ok || m.Value == nil {
+		panic("html: no per-request metric " + key) // a typo in the list above; the tests draw every entry
+	}
+	return latencyMetric{name: key, label: label, live: m.Stat,
+		reqs: func(s *report.RequestSample) (float64, bool) {
+			if !s.OK {
+				return 0, false
+			}
+			return m.Value(s)
+		}}
 }
 
 func (m latencyMetric) title() string {
