@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/load"
@@ -203,87 +202,26 @@ func (r *runner) loadPoint(ctx context.Context, p *scenarios.Phase, rec *recorde
 	// The point's own error budget.
 	budget := newErrorBudget(p, p.Requests.Count)
 	var lastErr *measure.Error
-	pctx, cancel := context.WithCancel(ctx)
-	// Jobs run on the grace context, so an interrupt stops sending at
-	// once but lets requests in flight finish; the error budget stops both.
-	jobCtx, cancelJobs := context.WithCancel(r.hard)
-	var stopOnce sync.Once
-	var mu sync.Mutex // guards what follows and pt
-	var inflight int64
-	// Requests holding a connection, counted apart from those sent: a
-	// request over the open-file limit fails to connect and was never in
-	// flight at the server (24,000 were reported where ~20,000 sockets
-	// could exist).
-	var held, peakHeld int64
-	done := 0
-	started := time.Now()
-	if !plan.Start.IsZero() {
-		started = plan.Start
-	}
-	tick := r.progressTicker(pctx, func() Progress {
-		mu.Lock()
-		defer mu.Unlock()
-		return Progress{Phase: p.Name, Point: label, Done: done, Total: p.Requests.Count, InFlight: inflight, Errors: pt.Errors(),
-			Elapsed: time.Since(started), TTFTP50MS: ttftP50(pt.Slice)}
-	})
-	res = r.send.execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
-		i = r.opts.Shard.global(i) // the whole run's index of this request
-		req := prompts(base + i)
-		var connected atomic.Bool
-		req.Connected = func() {
-			if connected.Swap(true) {
-				return
+	d := r.drive(ctx, p.Name, point{plan: plan, label: label, total: p.Requests.Count, pt: pt, rec: rec,
+		request: func(i int) (measure.Request, bool) { return prompts(base + r.opts.Shard.global(i)), true },
+		index:   r.opts.Shard.global, // the whole run's index of this request
+		recorded: func(d done, _ bool) error {
+			if p.StopWhenSaturated {
+				recs = append(recs, record{scheduled: d.scheduled, sent: d.sent, end: d.end, ttftMS: d.out.TTFTMs, ok: d.out.Err == nil})
 			}
-			mu.Lock()
-			held++
-			peakHeld = max(peakHeld, held)
-			mu.Unlock()
-		}
-		mu.Lock()
-		inflight++
-		mu.Unlock()
-		out, retries := r.stream(jobCtx, req)
-		end := time.Now()
-		mu.Lock()
-		defer mu.Unlock()
-		inflight--
-		if connected.Load() {
-			held--
-		}
-		done++
-		if canceledByUs(out, jobCtx.Err()) {
-			return // stopped by us or the user: not the server's error
-		}
-		e := entry{res: out, retries: retries, point: label, index: i, startMS: float64(sent.Sub(started).Microseconds()) / 1000}
-		rec.record(e, func(smp *report.RequestSample, name string) {
-			pt.Add(fold.Request{Sample: smp, Name: name, Scheduled: scheduled, Sent: sent, End: end})
-		})
-		if p.StopWhenSaturated {
-			recs = append(recs, record{scheduled: scheduled, sent: sent, end: end, ttftMS: out.TTFTMs, ok: out.Err == nil})
-		}
-		if out.Err != nil {
-			lastErr = out.Err
+			if d.out.Err == nil {
+				return nil
+			}
+			lastErr = d.out.Err
 			if budget.spent(pt.Errors(), pt.Requests()) {
-				stopOnce.Do(func() {
-					stopErr = budget.err(label, pt.Errors(), pt.Requests(), out.Err)
-					cancel()
-					cancelJobs()
-				})
+				return budget.err(label, pt.Errors(), pt.Requests(), d.out.Err)
 			}
-		}
-	})
-	cancel()
-	cancelJobs()
-	tick()
+			return nil
+		}})
+	res, stopErr = d.res, d.stopErr
 	// The jobs are done: what the early stop did not judge is judged now.
 	if stopErr == nil && ctx.Err() == nil && budget.over(pt.Errors(), pt.Requests()) {
 		stopErr = budget.err(label, pt.Errors(), pt.Requests(), lastErr)
-	}
-	pt.Sent(res.Sent, res.LastSend)
-	// The executor's count stands only where no job ran (the shape).
-	pt.Peak(res.PeakInFlight)
-	if done > 0 {
-		pt.Peak(peakHeld)
 	}
 	lp = pt.Close(r.opts.Shard != nil)
 	lp.Concurrency, lp.Rate = sp.concurrency, sp.rate

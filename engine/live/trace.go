@@ -220,68 +220,49 @@ func (traceKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 	pt := fold.NewPoint(r.foldOptions(), nil)
 	rec := r.newRecorder(p, info.Requests)
 	rec.byPoint = true
-	var mu sync.Mutex // guards what follows and pt
 	var cachedSum, promptSum, inSum, outSum int64
-	jobCtx, cancelJobs := context.WithCancel(r.hard)
-	defer cancelJobs()
-	var stopErr error
-	done := 0
-	var inflight int64
-	started := time.Now()
-	label := "replay"
-	tick := r.progressTicker(pctx, func() Progress {
-		mu.Lock()
-		defer mu.Unlock()
-		return Progress{Phase: p.Name, Point: label, Done: done, Total: info.Requests, InFlight: inflight, Errors: pt.Errors(),
-			Elapsed: time.Since(started), TTFTP50MS: ttftP50(pt.Slice)}
-	})
-	res := r.send.execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
-		tr, ok := sched.take(i)
-		if !ok {
-			if !shape {
-				return // the schedule failed; its error says why
+	entries := make(map[int]workload.Entry) // by job, until its request is recorded
+	var emu sync.Mutex
+	d := r.drive(pctx, p.Name, point{plan: plan, label: "replay", total: info.Requests, pt: pt, rec: rec,
+		request: func(i int) (measure.Request, bool) {
+			tr, ok := sched.take(i)
+			if !ok {
+				if !shape {
+					return measure.Request{}, false // the schedule failed; its error says why
+				}
+				e := workload.Entry{InputTokens: 1, OutputTokens: 1, HashIDs: []int64{1}}
+				tr = tracedRequest{req: build(i, e), entry: e}
 			}
-			e := workload.Entry{InputTokens: 1, OutputTokens: 1, HashIDs: []int64{1}}
-			tr = tracedRequest{req: build(i, e), entry: e}
-		}
-		mu.Lock()
-		inflight++
-		mu.Unlock()
-		out, retries := r.stream(jobCtx, tr.req)
-		end := time.Now()
-		mu.Lock()
-		defer mu.Unlock()
-		inflight--
-		done++
-		if canceledByUs(out, jobCtx.Err()) {
-			return
-		}
-		e := entry{res: out, retries: retries, index: i, startMS: float64(sent.Sub(started).Microseconds()) / 1000}
-		_, spent := rec.record(e, func(smp *report.RequestSample, name string) {
-			pt.Add(fold.Request{Sample: smp, Name: name, Scheduled: scheduled, Sent: sent, End: end})
-		})
-		inSum += int64(tr.entry.InputTokens)
-		outSum += int64(tr.entry.OutputTokens)
-		if out.Err == nil && out.PromptTokens != nil && out.CachedTokens != nil {
-			promptSum += int64(*out.PromptTokens)
-			cachedSum += int64(*out.CachedTokens)
-		}
-		if spent && stopErr == nil {
-			stopErr = rec.spentErr("")
-			cancel()
-			cancelJobs()
-		}
-	})
+			emu.Lock()
+			entries[i] = tr.entry
+			emu.Unlock()
+			return tr.req, true
+		},
+		recorded: func(d done, spent bool) error {
+			emu.Lock()
+			e := entries[d.i]
+			delete(entries, d.i)
+			emu.Unlock()
+			inSum += int64(e.InputTokens)
+			outSum += int64(e.OutputTokens)
+			if d.out.Err == nil && d.out.PromptTokens != nil && d.out.CachedTokens != nil {
+				promptSum += int64(*d.out.PromptTokens)
+				cachedSum += int64(*d.out.CachedTokens)
+			}
+			if spent {
+				return rec.spentErr("")
+			}
+			return nil
+		}})
 	cancel()
-	tick()
+	res, stopErr := d.res, d.stopErr
 	if stopErr == nil && ctx.Err() == nil {
 		stopErr = rec.overErr("")
 	}
 	rec.close(ph)
-	pt.Sent(res.Sent, res.LastSend)
 	lp := pt.Close(false)
 	t := &report.TraceReplay{File: p.Trace.File, Format: p.Trace.Format, Speed: 1 / info.Scale, Requests: info.Requests, Sent: res.Sent,
-		QueueMS: lp.QueueMS, TraceInputTokens: inSum, TraceOutputTokens: outSum, PeakInFlight: res.PeakInFlight,
+		QueueMS: lp.QueueMS, TraceInputTokens: inSum, TraceOutputTokens: outSum, PeakInFlight: lp.PeakInFlight,
 		AchievedRatePerS: lp.AchievedRatePerS, DurationS: lp.DurationS}
 	if rate := info.ReplayRate(); rate > 0 {
 		t.TraceRatePerS = report.F(rate)
