@@ -56,49 +56,66 @@ func check(d *decoder, doc *document) {
 		e.add(doc.Pos, "no phases: add a phases mapping, e.g. phases: {prefill: {}, decode: {}}")
 	}
 	for _, p := range doc.Phases {
-		if p.Kind == "" {
-			if oneOf(p.Name, phaseKinds) {
-				p.Kind = p.Name
-			} else {
-				e.add(p.Pos, "phases.%s: missing kind (one of %s)", p.Name, strings.Join(phaseKinds, ", "))
-				continue
-			}
+		checkPhase(d, doc, p)
+	}
+	checkGates(e, doc)
+}
+
+// checkPhase resolves a phase's kind, then checks its keys against each
+// target and, on a live target, applies the kind's defaults and checks.
+func checkPhase(d *decoder, doc *document, p *Phase) {
+	e := d.errs
+	if p.Kind == "" {
+		if !oneOf(p.Name, phaseKinds) {
+			e.add(p.Pos, "phases.%s: missing kind (one of %s)", p.Name, strings.Join(phaseKinds, ", "))
+			return
 		}
-		kind, known := kindOf(p.Kind)
-		if !known {
-			e.add(p.At("kind"), "phases.%s.kind: unknown phase kind %q (one of %s)%s", p.Name, p.Kind, strings.Join(phaseKinds, ", "), suggest(p.Kind, phaseKinds))
-			continue
-		}
-		if p.Tokens < 0 {
-			e.add(p.At("tokens"), "phases.%s.tokens: must be positive, got %d", p.Name, p.Tokens)
-		}
-		for _, t := range doc.Targets {
-			allowed := kind.keys
-			what := "an openai or embedded"
-			if t.Kind == KindSeam {
-				allowed, what = kind.seamKeys, "a seam"
-				if allowed == nil {
-					e.add(p.At("kind"), "phases.%s: a %s phase cannot run on a seam target (target %q runs prefill and decode)", p.Name, p.Kind, t.Name)
-					continue
-				}
-			}
-			for key, kp := range p.Keys {
-				if !oneOf(key, allowed) {
-					e.add(kp, "phases.%s.%s: does not apply to a %s phase on %s target (target %q)", p.Name, key, p.Kind, what, t.Name)
-				}
-			}
-			if t.Kind == KindSeam && p.Kind == PhaseDecode && len(t.Seam.OutputTokens) == 0 {
-				e.add(t.Pos, "targets.%s: a decode phase needs output_tokens on the seam target", t.Name)
-			}
-		}
-		if anyLive(doc.Targets) {
-			checkLivePhase(d, kind, p)
-			checkContext(e, p, doc.Targets)
-			if kind.targets != nil {
-				kind.targets(e, p, doc.Targets)
-			}
+		p.Kind = p.Name
+	}
+	kind, known := kindOf(p.Kind)
+	if !known {
+		e.add(p.At("kind"), "phases.%s.kind: unknown phase kind %q (one of %s)%s", p.Name, p.Kind, strings.Join(phaseKinds, ", "), suggest(p.Kind, phaseKinds))
+		return
+	}
+	if p.Tokens < 0 {
+		e.add(p.At("tokens"), "phases.%s.tokens: must be positive, got %d", p.Name, p.Tokens)
+	}
+	for _, t := range doc.Targets {
+		checkPhaseKeys(e, kind, p, t)
+	}
+	if anyLive(doc.Targets) {
+		checkLivePhase(d, kind, p)
+		checkContext(e, p, doc.Targets)
+		if kind.targets != nil {
+			kind.targets(e, p, doc.Targets)
 		}
 	}
+}
+
+// checkPhaseKeys refuses the keys written that mean nothing to the
+// phase's kind on target t.
+func checkPhaseKeys(e *errs, kind phaseKind, p *Phase, t *Target) {
+	allowed := kind.keys
+	what := "an openai or embedded"
+	if t.Kind == KindSeam {
+		allowed, what = kind.seamKeys, "a seam"
+		if allowed == nil {
+			e.add(p.At("kind"), "phases.%s: a %s phase cannot run on a seam target (target %q runs prefill and decode)", p.Name, p.Kind, t.Name)
+			return
+		}
+	}
+	for key, kp := range p.Keys {
+		if !oneOf(key, allowed) {
+			e.add(kp, "phases.%s.%s: does not apply to a %s phase on %s target (target %q)", p.Name, key, p.Kind, what, t.Name)
+		}
+	}
+	if t.Kind == KindSeam && p.Kind == PhaseDecode && len(t.Seam.OutputTokens) == 0 {
+		e.add(t.Pos, "targets.%s: a decode phase needs output_tokens on the seam target", t.Name)
+	}
+}
+
+// checkGates checks that every gate has a name, unique, and an expr.
+func checkGates(e *errs, doc *document) {
 	names := map[string]bool{}
 	for i, g := range doc.Gates {
 		if g == nil {
@@ -186,18 +203,7 @@ func checkSeam(e *errs, t *Target) {
 func checkSeamEndpoint(e *errs, t *Target) {
 	s, ep := t.Seam, t.Seam.Endpoint
 	path := "targets." + t.Name
-	if len(s.Route) > 2 {
-		e.add(s.At("route"), "%s.route: a live seam captures one seam, head -> tail (the client is the head, the endpoint the tail); a route of %d nodes has seams between nodes tollgate cannot reach: use route: [%s, %s] or a stub seam", path, len(s.Route), s.Route[0], s.Route[len(s.Route)-1])
-	}
-	if s.Compression.Algorithm != "none" {
-		e.add(s.At("compression"), "%s.compression: a live seam sends what the endpoint speaks (HTTP and JSON) and cannot compress it; remove compression (wire_bytes and compression_ratio are measured)", path)
-	}
-	if s.Has("activation_bytes") {
-		e.add(s.At("activation_bytes"), "%s.activation_bytes: a live seam sends real requests; their size is measured (payload_bytes, wire_bytes), not set", path)
-	}
-	if s.Has("costs") {
-		e.add(s.At("costs"), "%s.costs: costs are a stub seam's virtual milliseconds; a live seam measures latency at the client (remove costs, or the endpoint)", path)
-	}
+	checkLiveSeamSettings(e, s, path)
 	epPath := path + ".endpoint"
 	if !ep.Embedded() {
 		u, err := url.Parse(ep.BaseURL)
@@ -249,6 +255,23 @@ func checkSeamEndpoint(e *errs, t *Target) {
 	}
 	if !ep.Has("ready_timeout") {
 		ep.ReadyTimeout.Duration = 30 * time.Second
+	}
+}
+
+// checkLiveSeamSettings refuses the settings of a stub seam that a seam
+// captured on a live endpoint measures instead, or cannot reach.
+func checkLiveSeamSettings(e *errs, s *SeamTarget, path string) {
+	if len(s.Route) > 2 {
+		e.add(s.At("route"), "%s.route: a live seam captures one seam, head -> tail (the client is the head, the endpoint the tail); a route of %d nodes has seams between nodes tollgate cannot reach: use route: [%s, %s] or a stub seam", path, len(s.Route), s.Route[0], s.Route[len(s.Route)-1])
+	}
+	if s.Compression.Algorithm != "none" {
+		e.add(s.At("compression"), "%s.compression: a live seam sends what the endpoint speaks (HTTP and JSON) and cannot compress it; remove compression (wire_bytes and compression_ratio are measured)", path)
+	}
+	if s.Has("activation_bytes") {
+		e.add(s.At("activation_bytes"), "%s.activation_bytes: a live seam sends real requests; their size is measured (payload_bytes, wire_bytes), not set", path)
+	}
+	if s.Has("costs") {
+		e.add(s.At("costs"), "%s.costs: costs are a stub seam's virtual milliseconds; a live seam measures latency at the client (remove costs, or the endpoint)", path)
 	}
 }
 
