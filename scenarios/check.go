@@ -15,33 +15,10 @@ var (
 	transports   = []string{"direct", "relay"}
 	cacheModes   = []string{"cached", "stateless"}
 	compressions = []string{"none", "zlib"}
-	phaseKinds   = []string{PhaseWarmup, PhasePrefill, PhaseDecode, PhasePrefixCache, PhaseRequests, PhaseLoad, PhaseTrace, PhaseSessions, PhaseAgent, PhaseCapacity}
 	arrivals     = []string{"poisson", "constant", "gamma"}
 	distKinds    = []string{"uniform", "normal"}
 	endpoints    = []string{"chat", "completions"}
 )
-
-// seamPhaseKeys and livePhaseKeys list, per phase kind, the phase keys that
-// mean something on that kind of target; any other key written is an error
-// rather than silently ignored.
-var seamPhaseKeys = map[string][]string{
-	PhasePrefill: {"kind", "description"},
-	PhaseDecode:  {"kind", "description", "tokens"},
-}
-
-var livePhaseKeys = map[string][]string{
-	PhaseWarmup:      {"kind", "description", "requests", "prompt_tokens", "max_tokens", "prompt", "seed", "max_error_rate"},
-	PhasePrefill:     {"kind", "description", "prompt_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
-	PhaseDecode:      {"kind", "description", "prompt_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
-	PhasePrefixCache: {"kind", "description", "prompt_tokens", "suffix_tokens", "max_tokens", "repeat", "prompt", "seed", "max_error_rate"},
-	PhaseRequests:    {"kind", "description", "requests", "max_tokens", "repeat", "max_error_rate", "prompt", "seed"},
-	PhaseTrace:       {"kind", "description", "trace", "requests", "max_tokens", "max_in_flight", "seed", "max_error_rate"},
-	PhaseLoad: {"kind", "description", "concurrency", "rate", "arrival", "burstiness", "requests", "duration", "ramp_up",
-		"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate", "stop_when_saturated"},
-	PhaseCapacity: {"kind", "description", "capacity", "max_in_flight", "arrival", "burstiness", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix"},
-	PhaseSessions: sessionsKeys,
-	PhaseAgent:    agentKeys,
-}
 
 func oneOf(v string, set []string) bool {
 	for _, s := range set {
@@ -79,46 +56,66 @@ func check(d *decoder, doc *document) {
 		e.add(doc.Pos, "no phases: add a phases mapping, e.g. phases: {prefill: {}, decode: {}}")
 	}
 	for _, p := range doc.Phases {
-		if p.Kind == "" {
-			if oneOf(p.Name, phaseKinds) {
-				p.Kind = p.Name
-			} else {
-				e.add(p.Pos, "phases.%s: missing kind (one of %s)", p.Name, strings.Join(phaseKinds, ", "))
-				continue
-			}
+		checkPhase(d, doc, p)
+	}
+	checkGates(e, doc)
+}
+
+// checkPhase resolves a phase's kind, then checks its keys against each
+// target and, on a live target, applies the kind's defaults and checks.
+func checkPhase(d *decoder, doc *document, p *Phase) {
+	e := d.errs
+	if p.Kind == "" {
+		if !oneOf(p.Name, phaseKinds) {
+			e.add(p.Pos, "phases.%s: missing kind (one of %s)", p.Name, strings.Join(phaseKinds, ", "))
+			return
 		}
-		if !oneOf(p.Kind, phaseKinds) {
-			e.add(p.At("kind"), "phases.%s.kind: unknown phase kind %q (one of %s)%s", p.Name, p.Kind, strings.Join(phaseKinds, ", "), suggest(p.Kind, phaseKinds))
-			continue
-		}
-		if p.Tokens < 0 {
-			e.add(p.At("tokens"), "phases.%s.tokens: must be positive, got %d", p.Name, p.Tokens)
-		}
-		for _, t := range doc.Targets {
-			allowed := livePhaseKeys[p.Kind]
-			what := "an openai or embedded"
-			if t.Kind == KindSeam {
-				allowed, what = seamPhaseKeys[p.Kind], "a seam"
-				if allowed == nil {
-					e.add(p.At("kind"), "phases.%s: a %s phase cannot run on a seam target (target %q runs prefill and decode)", p.Name, p.Kind, t.Name)
-					continue
-				}
-			}
-			for key, kp := range p.Keys {
-				if !oneOf(key, allowed) {
-					e.add(kp, "phases.%s.%s: does not apply to a %s phase on %s target (target %q)", p.Name, key, p.Kind, what, t.Name)
-				}
-			}
-			if t.Kind == KindSeam && p.Kind == PhaseDecode && len(t.Seam.OutputTokens) == 0 {
-				e.add(t.Pos, "targets.%s: a decode phase needs output_tokens on the seam target", t.Name)
-			}
-		}
-		if anyLive(doc.Targets) {
-			checkLivePhase(d, p)
-			checkContext(e, p, doc.Targets)
-			checkConversationContext(e, p, doc.Targets)
+		p.Kind = p.Name
+	}
+	kind, known := kindOf(p.Kind)
+	if !known {
+		e.add(p.At("kind"), "phases.%s.kind: unknown phase kind %q (one of %s)%s", p.Name, p.Kind, strings.Join(phaseKinds, ", "), suggest(p.Kind, phaseKinds))
+		return
+	}
+	if p.Tokens < 0 {
+		e.add(p.At("tokens"), "phases.%s.tokens: must be positive, got %d", p.Name, p.Tokens)
+	}
+	for _, t := range doc.Targets {
+		checkPhaseKeys(e, kind, p, t)
+	}
+	if anyLive(doc.Targets) {
+		checkLivePhase(d, kind, p)
+		checkContext(e, p, doc.Targets)
+		if kind.targets != nil {
+			kind.targets(e, p, doc.Targets)
 		}
 	}
+}
+
+// checkPhaseKeys refuses the keys written that mean nothing to the
+// phase's kind on target t.
+func checkPhaseKeys(e *errs, kind phaseKind, p *Phase, t *Target) {
+	allowed := kind.keys
+	what := "an openai or embedded"
+	if t.Kind == KindSeam {
+		allowed, what = kind.seamKeys, "a seam"
+		if allowed == nil {
+			e.add(p.At("kind"), "phases.%s: a %s phase cannot run on a seam target (target %q runs prefill and decode)", p.Name, p.Kind, t.Name)
+			return
+		}
+	}
+	for key, kp := range p.Keys {
+		if !oneOf(key, allowed) {
+			e.add(kp, "phases.%s.%s: does not apply to a %s phase on %s target (target %q)", p.Name, key, p.Kind, what, t.Name)
+		}
+	}
+	if t.Kind == KindSeam && p.Kind == PhaseDecode && len(t.Seam.OutputTokens) == 0 {
+		e.add(t.Pos, "targets.%s: a decode phase needs output_tokens on the seam target", t.Name)
+	}
+}
+
+// checkGates checks that every gate has a name, unique, and an expr.
+func checkGates(e *errs, doc *document) {
 	names := map[string]bool{}
 	for i, g := range doc.Gates {
 		if g == nil {
@@ -206,18 +203,7 @@ func checkSeam(e *errs, t *Target) {
 func checkSeamEndpoint(e *errs, t *Target) {
 	s, ep := t.Seam, t.Seam.Endpoint
 	path := "targets." + t.Name
-	if len(s.Route) > 2 {
-		e.add(s.At("route"), "%s.route: a live seam captures one seam, head -> tail (the client is the head, the endpoint the tail); a route of %d nodes has seams between nodes tollgate cannot reach: use route: [%s, %s] or a stub seam", path, len(s.Route), s.Route[0], s.Route[len(s.Route)-1])
-	}
-	if s.Compression.Algorithm != "none" {
-		e.add(s.At("compression"), "%s.compression: a live seam sends what the endpoint speaks (HTTP and JSON) and cannot compress it; remove compression (wire_bytes and compression_ratio are measured)", path)
-	}
-	if s.Has("activation_bytes") {
-		e.add(s.At("activation_bytes"), "%s.activation_bytes: a live seam sends real requests; their size is measured (payload_bytes, wire_bytes), not set", path)
-	}
-	if s.Has("costs") {
-		e.add(s.At("costs"), "%s.costs: costs are a stub seam's virtual milliseconds; a live seam measures latency at the client (remove costs, or the endpoint)", path)
-	}
+	checkLiveSeamSettings(e, s, path)
 	epPath := path + ".endpoint"
 	if !ep.Embedded() {
 		u, err := url.Parse(ep.BaseURL)
@@ -269,6 +255,23 @@ func checkSeamEndpoint(e *errs, t *Target) {
 	}
 	if !ep.Has("ready_timeout") {
 		ep.ReadyTimeout.Duration = 30 * time.Second
+	}
+}
+
+// checkLiveSeamSettings refuses the settings of a stub seam that a seam
+// captured on a live endpoint measures instead, or cannot reach.
+func checkLiveSeamSettings(e *errs, s *SeamTarget, path string) {
+	if len(s.Route) > 2 {
+		e.add(s.At("route"), "%s.route: a live seam captures one seam, head -> tail (the client is the head, the endpoint the tail); a route of %d nodes has seams between nodes tollgate cannot reach: use route: [%s, %s] or a stub seam", path, len(s.Route), s.Route[0], s.Route[len(s.Route)-1])
+	}
+	if s.Compression.Algorithm != "none" {
+		e.add(s.At("compression"), "%s.compression: a live seam sends what the endpoint speaks (HTTP and JSON) and cannot compress it; remove compression (wire_bytes and compression_ratio are measured)", path)
+	}
+	if s.Has("activation_bytes") {
+		e.add(s.At("activation_bytes"), "%s.activation_bytes: a live seam sends real requests; their size is measured (payload_bytes, wire_bytes), not set", path)
+	}
+	if s.Has("costs") {
+		e.add(s.At("costs"), "%s.costs: costs are a stub seam's virtual milliseconds; a live seam measures latency at the client (remove costs, or the endpoint)", path)
 	}
 }
 
@@ -445,7 +448,7 @@ func anyLive(ts []*Target) bool {
 }
 
 // checkLivePhase applies the defaults of live phase kinds and checks their values.
-func checkLivePhase(d *decoder, p *Phase) {
+func checkLivePhase(d *decoder, kind phaseKind, p *Phase) {
 	e := d.errs
 	path := "phases." + p.Name
 	if p.Repeat == 0 {
@@ -454,100 +457,17 @@ func checkLivePhase(d *decoder, p *Phase) {
 	if p.Repeat < 0 {
 		e.add(p.At("repeat"), "%s.repeat: must be at least 1, got %d", path, p.Repeat)
 	}
-	if p.Kind != PhaseLoad && p.Kind != PhaseCapacity {
+	if !kind.dists {
 		for key, dist := range map[string]*Dist{"prompt_tokens": p.PromptDist, "max_tokens": p.MaxTokensDist} {
 			if dist != nil {
 				e.add(p.At(key), "%s.%s: a distribution applies only to load phases; give a number", path, key)
 			}
 		}
 	}
-	checkPhaseKind(d, p, path)
+	kind.check(d, p, path)
 	checkPhaseSizes(e, p, path)
 	checkFixedPrompt(e, p, d.file, path)
 	checkDataset(e, p, d.file, path)
-}
-
-// checkPhaseKind applies the defaults and checks particular to the
-// phase's kind.
-func checkPhaseKind(d *decoder, p *Phase, path string) {
-	e := d.errs
-	switch p.Kind {
-	case PhaseWarmup:
-		checkWarmup(e, p, path)
-	case PhasePrefill:
-		if len(p.PromptTokens) == 0 {
-			e.add(p.Pos, "%s: a prefill phase needs prompt_tokens, e.g. [512, 1024, 2048, 4096]", path)
-		}
-		defMax(p, 1)
-	case PhaseDecode:
-		singlePromptSize(e, p, path, 512)
-		defMax(p, 256)
-	case PhasePrefixCache:
-		singlePromptSize(e, p, path, 4096)
-		defMax(p, 1)
-		if p.SuffixTokens == 0 {
-			p.SuffixTokens = 32
-		}
-		if p.SuffixTokens < 0 {
-			e.add(p.At("suffix_tokens"), "%s.suffix_tokens: must be positive, got %d", path, p.SuffixTokens)
-		}
-	case PhaseLoad:
-		checkLoad(e, p, path)
-	case PhaseCapacity:
-		checkCapacity(e, p, path)
-	case PhaseTrace:
-		checkTrace(e, p, d.file, path)
-	case PhaseSessions, PhaseAgent:
-		checkConversation(e, p, path)
-	case PhaseRequests:
-		checkRequestsPhase(e, p, path)
-	}
-}
-
-// singlePromptSize defaults prompt_tokens to def for a phase kind that
-// sends one prompt size, and refuses a list.
-func singlePromptSize(e *errs, p *Phase, path string, def int) {
-	switch len(p.PromptTokens) {
-	case 0:
-		p.PromptTokens = IntList{def}
-	case 1:
-	default:
-		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a %s phase takes one size, got %d (a prefill phase takes a list)", path, p.Kind, len(p.PromptTokens))
-	}
-}
-
-// checkWarmup defaults and checks a warmup phase, which takes a count of
-// requests.
-func checkWarmup(e *errs, p *Phase, path string) {
-	if p.Requests.List != nil {
-		e.add(p.At("requests"), "%s.requests: a warmup phase takes a count, e.g. requests: 2", path)
-	}
-	if !p.Has("requests") {
-		p.Requests.Count = 2
-	}
-	if p.Requests.Count < 1 && p.Has("requests") {
-		e.add(p.At("requests"), "%s.requests: must be at least 1, got %d", path, p.Requests.Count)
-	}
-	singlePromptSize(e, p, path, 64)
-	defMax(p, 16)
-}
-
-// checkRequestsPhase checks a requests phase's list; with prompt.dataset
-// the list comes from the file (checkDataset).
-func checkRequestsPhase(e *errs, p *Phase, path string) {
-	if p.Prompt.Dataset != "" {
-		defMax(p, 16)
-		return
-	}
-	if len(p.Requests.List) == 0 {
-		e.add(p.At("requests"), "%s: a requests phase needs a list of requests, e.g. requests: [{messages: [{role: user, content: hi}]}]", path)
-	}
-	defMax(p, 16)
-	for i, r := range p.Requests.List {
-		if (len(r.Messages) == 0) == (r.Prompt == "") {
-			e.add(r.Pos, "%s.requests[%d]: give either messages or prompt", path, i)
-		}
-	}
 }
 
 // checkPhaseSizes checks the token counts and error budget common to
@@ -626,150 +546,6 @@ func readPromptFile(e *errs, at Pos, scenarioFile, name, path string) []*Request
 		e.add(at, "%s.prompt.file: %s holds no prompts", path, full)
 	}
 	return out
-}
-
-// checkLoad applies the defaults of a load phase and checks its shape.
-func checkLoad(e *errs, p *Phase, path string) {
-	checkLoadMode(e, p, path)
-	checkLoadArrival(e, p, path)
-	checkLoadBounds(e, p, path)
-	checkLoadSizes(e, p, path)
-	if p.Has("shared_prefix") {
-		checkSharedPrefix(e, p, path)
-	}
-}
-
-// checkLoadMode checks that exactly one of concurrency, rate and sweep
-// drives the phase, and each one's values.
-func checkLoadMode(e *errs, p *Phase, path string) {
-	modes := 0
-	if p.Has("concurrency") {
-		modes++
-		if p.Concurrency < 1 {
-			e.add(p.At("concurrency"), "%s.concurrency: must be at least 1, got %d", path, p.Concurrency)
-		}
-	}
-	if p.Has("rate") {
-		modes++
-		if !(p.Rate > 0) {
-			e.add(p.At("rate"), "%s.rate: must be a positive number of requests per second, got %v", path, p.Rate)
-		}
-	}
-	if p.Has("sweep") {
-		modes++
-		checkSweep(e, p, path)
-	}
-	if modes != 1 {
-		e.add(p.Pos, "%s: a load phase needs exactly one of concurrency (closed loop), rate (open loop) or sweep", path)
-	}
-}
-
-// checkSweep checks a sweep's points: of one kind, at least one, each
-// positive.
-func checkSweep(e *errs, p *Phase, path string) {
-	sw := &p.Sweep
-	switch {
-	case len(sw.Concurrency) > 0 && len(sw.Rate) > 0:
-		e.add(p.At("sweep"), "%s.sweep: sweep concurrency or rate, not both", path)
-	case len(sw.Concurrency) == 0 && len(sw.Rate) == 0:
-		e.add(p.At("sweep"), "%s.sweep: a sweep needs points, e.g. sweep: {concurrency: [1, 8, 32]}", path)
-	}
-	for i, c := range sw.Concurrency {
-		if c < 1 {
-			e.add(sw.At("concurrency"), "%s.sweep.concurrency[%d]: must be at least 1, got %d", path, i, c)
-		}
-	}
-	for i, r := range sw.Rate {
-		if !(r > 0) {
-			e.add(sw.At("rate"), "%s.sweep.rate[%d]: must be positive, got %v", path, i, r)
-		}
-	}
-}
-
-// checkLoadArrival defaults and checks the arrival process, which only
-// open-loop load has.
-func checkLoadArrival(e *errs, p *Phase, path string) {
-	openLoop := p.Has("rate") || len(p.Sweep.Rate) > 0
-	if p.Arrival == "" {
-		p.Arrival = "poisson"
-	} else if !openLoop {
-		e.add(p.At("arrival"), "%s.arrival: applies to open-loop load (rate), not to concurrency", path)
-	}
-	if !oneOf(p.Arrival, arrivals) {
-		e.add(p.At("arrival"), "%s.arrival: unknown %q (one of %s)%s", path, p.Arrival, strings.Join(arrivals, ", "), suggest(p.Arrival, arrivals))
-	}
-	if p.Has("burstiness") && p.Arrival != "gamma" {
-		e.add(p.At("burstiness"), "%s.burstiness: applies to arrival: gamma", path)
-	}
-	if p.Burstiness == 0 {
-		p.Burstiness = 1
-	}
-	if p.Burstiness < 0 {
-		e.add(p.At("burstiness"), "%s.burstiness: must be positive, got %v", path, p.Burstiness)
-	}
-}
-
-// checkLoadBounds checks what ends the phase (a request count and/or a
-// duration) and the limits on how it runs.
-func checkLoadBounds(e *errs, p *Phase, path string) {
-	if p.Requests.List != nil {
-		e.add(p.At("requests"), "%s.requests: a load phase takes a count, e.g. requests: 1000", path)
-	}
-	if p.Has("requests") && p.Requests.Count < 1 {
-		e.add(p.At("requests"), "%s.requests: must be at least 1, got %d", path, p.Requests.Count)
-	}
-	if !p.Has("requests") && !p.Has("duration") {
-		e.add(p.Pos, "%s: a load phase needs a bound: requests: N and/or duration: D (per sweep point)", path)
-	}
-	if p.Has("duration") && p.Duration.Duration <= 0 {
-		e.add(p.At("duration"), "%s.duration: must be positive", path)
-	}
-	if p.StopWhenSaturated && len(p.Sweep.Rate) == 0 && len(p.Sweep.Concurrency) == 0 {
-		e.add(p.At("stop_when_saturated"), "%s.stop_when_saturated: applies to a sweep", path)
-	}
-	if p.MaxInFlight < 0 {
-		e.add(p.At("max_in_flight"), "%s.max_in_flight: must be positive, got %d", path, p.MaxInFlight)
-	}
-}
-
-// checkLoadSizes defaults and checks the prompt and output sizes.
-func checkLoadSizes(e *errs, p *Phase, path string) {
-	if p.PromptDist == nil && len(p.PromptTokens) == 0 && p.Prompt.Text == "" && p.Prompt.File == "" && p.Prompt.Dataset == "" {
-		p.PromptTokens = IntList{512}
-	}
-	if len(p.PromptTokens) > 1 {
-		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: a load phase takes one size or a distribution", path)
-	}
-	if p.MaxTokensDist == nil {
-		defMax(p, 128)
-	}
-	checkDist(e, p.PromptDist, path+".prompt_tokens")
-	checkDist(e, p.MaxTokensDist, path+".max_tokens")
-}
-
-// checkSharedPrefix checks shared_prefix, whose prefix must leave room in
-// the smallest prompt.
-func checkSharedPrefix(e *errs, p *Phase, path string) {
-	sp := &p.Shared
-	if sp.Groups < 1 {
-		e.add(sp.At("groups"), "%s.shared_prefix.groups: must be at least 1, got %d", path, sp.Groups)
-	}
-	if sp.PrefixTokens < 1 {
-		e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: must be at least 1, got %d", path, sp.PrefixTokens)
-	}
-	if smallest := minPrompt(p); smallest > 0 && sp.PrefixTokens >= smallest {
-		e.add(sp.At("prefix_tokens"), "%s.shared_prefix.prefix_tokens: %d leaves no room in prompts of %d tokens", path, sp.PrefixTokens, smallest)
-	}
-}
-
-func minPrompt(p *Phase) int {
-	if p.PromptDist != nil {
-		return p.PromptDist.Min
-	}
-	if len(p.PromptTokens) > 0 {
-		return p.PromptTokens[0]
-	}
-	return 0
 }
 
 func checkDist(e *errs, d *Dist, path string) {

@@ -175,12 +175,46 @@ phases:
 	}
 }
 
+// The scenarios --set tests run on.
+const (
+	setSeam   = "testdata/good/three-nodes.yaml" // one seam target, route
+	setServed = "testdata/good/served.yaml"      // one embedded target, server, over a matrix
+	setQuick  = "../examples/quickstart.yaml"    // no targets: the implicit embedded one
+)
+
+// setCase is one --set test: the flags on a file, and the error wanted
+// or a check of the scenario.
+type setCase struct {
+	name    string
+	file    string // default setSeam
+	sets    []string
+	wantErr string
+	check   func(t *testing.T, sc *Scenario)
+}
+
+func runSetCases(t *testing.T, cases []setCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := tc.file
+			if file == "" {
+				file = setSeam
+			}
+			sc, err := Load(file, Options{Sets: tc.sets, LookupEnv: noEnv})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, sc)
+		})
+	}
+}
+
 func TestSet(t *testing.T) {
-	const (
-		seam   = "testdata/good/three-nodes.yaml" // one seam target, route
-		served = "testdata/good/served.yaml"      // one embedded target, server, over a matrix
-		quick  = "../examples/quickstart.yaml"    // no targets: the implicit embedded one
-	)
 	everyRun := func(f func(t *testing.T, r *Run)) func(t *testing.T, sc *Scenario) {
 		return func(t *testing.T, sc *Scenario) {
 			if len(sc.Runs) == 0 {
@@ -191,13 +225,7 @@ func TestSet(t *testing.T) {
 			}
 		}
 	}
-	for _, tc := range []struct {
-		name    string
-		file    string // default seam
-		sets    []string
-		wantErr string
-		check   func(t *testing.T, sc *Scenario)
-	}{
+	runSetCases(t, []setCase{
 		{name: "overrides a value", sets: []string{"targets.route.activation_bytes=8192"}, check: func(t *testing.T, sc *Scenario) {
 			if sc.Runs[0].Target.Seam.ActivationBytes != 8192 {
 				t.Errorf("activation_bytes %d", sc.Runs[0].Target.Seam.ActivationBytes)
@@ -223,28 +251,28 @@ func TestSet(t *testing.T) {
 				t.Errorf("gate name %q", sc.Gates[0].Name)
 			}
 		}},
-		{name: "adds a header where there are none", file: served, sets: []string{"targets.server.headers.Connection=close"}, check: everyRun(func(t *testing.T, r *Run) {
+		{name: "adds a header where there are none", file: setServed, sets: []string{"targets.server.headers.Connection=close"}, check: everyRun(func(t *testing.T, r *Run) {
 			if got := r.Target.OpenAI.Headers; !reflect.DeepEqual(got, map[string]string{"Connection": "close"}) {
 				t.Errorf("headers %v", got)
 			}
 		})},
-		{name: "adds a body field", file: served, sets: []string{"targets.server.body.top_k=1"}, check: everyRun(func(t *testing.T, r *Run) {
+		{name: "adds a body field", file: setServed, sets: []string{"targets.server.body.top_k=1"}, check: everyRun(func(t *testing.T, r *Run) {
 			if got := r.Target.OpenAI.Body; !reflect.DeepEqual(got, map[string]any{"top_k": 1}) {
 				t.Errorf("body %v", got)
 			}
 		})},
-		{name: "fills an empty block", file: served, sets: []string{"targets.server.sim.ttft_base=5ms"}, check: everyRun(func(t *testing.T, r *Run) {
+		{name: "fills an empty block", file: setServed, sets: []string{"targets.server.sim.ttft_base=5ms"}, check: everyRun(func(t *testing.T, r *Run) {
 			if s := r.Target.OpenAI.Sim; s == nil || s.TTFTBase.Duration != 5*time.Millisecond {
 				t.Errorf("sim %+v", s)
 			}
 		})},
-		{name: "adds a nested list item in a sim block", file: served, sets: []string{"targets.server.sim.faults.0.kind=http_503", "targets.server.sim.faults.0.every_nth=5"},
+		{name: "adds a nested list item in a sim block", file: setServed, sets: []string{"targets.server.sim.faults.0.kind=http_503", "targets.server.sim.faults.0.every_nth=5"},
 			check: everyRun(func(t *testing.T, r *Run) {
 				if s := r.Target.OpenAI.Sim; s == nil || len(s.Faults) != 1 || s.Faults[0].Kind != "http_503" || s.Faults[0].EveryNth != 5 {
 					t.Errorf("sim %+v", s)
 				}
 			})},
-		{name: "adds under every matrix run", file: served, sets: []string{"targets.server.timeouts.total=30s"}, check: func(t *testing.T, sc *Scenario) {
+		{name: "adds under every matrix run", file: setServed, sets: []string{"targets.server.timeouts.total=30s"}, check: func(t *testing.T, sc *Scenario) {
 			if len(sc.Runs) != 2 {
 				t.Fatalf("%d runs, want one per endpoint", len(sc.Runs))
 			}
@@ -254,12 +282,12 @@ func TestSet(t *testing.T) {
 				}
 			})(t, sc)
 		}},
-		{name: "adds a matrix axis", file: served, sets: []string{"matrix.seed=[1, 2]", "targets.server.sim.seed=${matrix.seed}"}, check: func(t *testing.T, sc *Scenario) {
+		{name: "adds a matrix axis", file: setServed, sets: []string{"matrix.seed=[1, 2]", "targets.server.sim.seed=${matrix.seed}"}, check: func(t *testing.T, sc *Scenario) {
 			if len(sc.Runs) != 4 || sc.Runs[3].Name != "completions/2" || sc.Runs[3].Target.OpenAI.Sim.Seed != 2 {
 				t.Errorf("runs %d, last %+v", len(sc.Runs), sc.Runs[len(sc.Runs)-1])
 			}
 		}},
-		{name: "appends to a list", file: served, sets: []string{"targets.server.secret_headers.1=X-Other"}, check: func(t *testing.T, sc *Scenario) {
+		{name: "appends to a list", file: setServed, sets: []string{"targets.server.secret_headers.1=X-Other"}, check: func(t *testing.T, sc *Scenario) {
 			if got := sc.Runs[0].Target.OpenAI.SecretHeaders; !reflect.DeepEqual(got, []string{"X-Tenant", "X-Other"}) {
 				t.Errorf("secret_headers %v", got)
 			}
@@ -269,50 +297,39 @@ func TestSet(t *testing.T) {
 				t.Errorf("gates %+v", sc.Gates)
 			}
 		}},
-		{name: "writes out the implicit embedded target", file: quick, sets: []string{"targets.embedded.headers.Connection=close"}, check: func(t *testing.T, sc *Scenario) {
+		{name: "writes out the implicit embedded target", file: setQuick, sets: []string{"targets.embedded.headers.Connection=close"}, check: func(t *testing.T, sc *Scenario) {
 			if len(sc.Runs) != 1 || sc.Runs[0].Name != KindEmbedded || sc.Runs[0].Target.Kind != KindEmbedded || sc.Runs[0].Target.OpenAI.Headers["Connection"] != "close" {
 				t.Errorf("runs %+v", sc.Runs)
 			}
 		}},
-		{name: "misspelt segment", file: served, sets: []string{"targets.server.hedaers.X=1"}, wantErr: `--set targets.server.hedaers.X=1: unknown path: targets.server has no key "hedaers" (did you mean "headers"?)`},
+	})
+}
+
+// TestSetRefused: the --set flags refused, each with a message that names
+// the flag and, for a misspelling, the near names.
+func TestSetRefused(t *testing.T) {
+	runSetCases(t, []setCase{
+		{name: "misspelt segment", file: setServed, sets: []string{"targets.server.hedaers.X=1"}, wantErr: `--set targets.server.hedaers.X=1: unknown path: targets.server has no key "hedaers" (did you mean "headers"?)`},
 		{name: "misspelt key in a new block", sets: []string{"targets.route.compression.levle=9"}, wantErr: `--set targets.route.compression.levle=9: unknown path: targets.route.compression has no key "levle" (did you mean "level"?)`},
 		{name: "a seam target takes no headers", sets: []string{"targets.route.headers.X=1"}, wantErr: `unknown path: targets.route has no key "headers"`},
-		{name: "misspelt implicit target", file: quick, sets: []string{"targets.embeded.headers.X=1"}, wantErr: `unknown path: targets has no key "embeded" (did you mean "embedded"?); a new one needs kind`},
+		{name: "misspelt implicit target", file: setQuick, sets: []string{"targets.embeded.headers.X=1"}, wantErr: `unknown path: targets has no key "embeded" (did you mean "embedded"?); a new one needs kind`},
 		{name: "a new target needs its kind", sets: []string{"targets.rout.cache=cached"}, wantErr: `--set targets.rout.cache=cached: unknown path: targets has no key "rout" (did you mean "route"?); a new one needs kind, so set it whole (--set targets.rout={kind: ...})`},
 		{name: "a new gate needs name and expr", sets: []string{"gates.1.name=x"}, wantErr: `unknown path: gates is a list of 1; a new item needs expr`},
 		{name: "unknown field", sets: []string{"targets.route.cahce=cached"}, wantErr: `--set targets.route.cahce=cached: unknown path: targets.route has no key "cahce" (did you mean "cache"?)`},
 		{name: "path into a scalar", sets: []string{"targets.route.cache.x=1"}, wantErr: `--set targets.route.cache.x=1: unknown path: targets.route.cache is string "stateless", not a mapping or list`},
 		{name: "path into a scalar the file lacks", sets: []string{"targets.route.session_id.x=1"}, wantErr: `unknown path: targets.route.session_id takes a single value, not keys`},
 		{name: "index out of range", sets: []string{"gates.5.name=x"}, wantErr: `unknown path: gates is a list of 1; "5" is not an index in it (0 to 0, or 1 to add one)`},
-		{name: "index past the end of a list", file: served, sets: []string{"targets.server.secret_headers.2=X"}, wantErr: `targets.server.secret_headers is a list of 1; "2" is not an index in it`},
+		{name: "index past the end of a list", file: setServed, sets: []string{"targets.server.secret_headers.2=X"}, wantErr: `targets.server.secret_headers is a list of 1; "2" is not an index in it`},
 		{name: "empty key", sets: []string{"targets..cache=x"}, wantErr: `has an empty key`},
 		{name: "profiles are already applied", sets: []string{"profiles.ci.vars.mode=direct"}, wantErr: `profiles is resolved before --set applies`},
 		{name: "replace_gates is already applied", sets: []string{"replace_gates=true"}, wantErr: `replace_gates is resolved before --set applies`},
 		{name: "wrong type", sets: []string{"targets.route.activation_bytes=[1]"}, wantErr: `--set targets.route.activation_bytes=[1]: targets.route.activation_bytes: expected a size`},
-		{name: "a new value is type-checked", file: served, sets: []string{"targets.server.headers.X=[1]"}, wantErr: `--set targets.server.headers.X=[1]: targets.server.headers`},
+		{name: "a new value is type-checked", file: setServed, sets: []string{"targets.server.headers.X=[1]"}, wantErr: `--set targets.server.headers.X=[1]: targets.server.headers`},
 		{name: "no equals", sets: []string{"targets.route.cache"}, wantErr: "expected PATH=VALUE"},
 		{name: "misspelt var", sets: []string{"vars.moed=relay"}, wantErr: `--set vars.moed=relay: the scenario has no var "moed" (did you mean "mode"?)`},
 		{name: "a new var is refused too", sets: []string{"vars.extra=1"}, wantErr: `--set vars.extra=1: the scenario has no var "extra"`},
-		{name: "no vars at all", file: served, sets: []string{"vars.x.y=1"}, wantErr: `--set vars.x.y=1: the scenario has no var "x"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			file := tc.file
-			if file == "" {
-				file = seam
-			}
-			sc, err := Load(file, Options{Sets: tc.sets, LookupEnv: noEnv})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.check(t, sc)
-		})
-	}
+		{name: "no vars at all", file: setServed, sets: []string{"vars.x.y=1"}, wantErr: `--set vars.x.y=1: the scenario has no var "x"`},
+	})
 }
 
 func TestSHA256ChangesWithEffectiveScenario(t *testing.T) {

@@ -409,7 +409,7 @@ type PromptSpec struct {
 }
 
 // Phase is one step of a run. Which keys apply depends on the kind and on
-// the target kind; see checkPhase.
+// the target kind; see phaseKindTable.
 type Phase struct {
 	Meta        `json:"-"`
 	Name        string `json:"name"`
@@ -456,8 +456,8 @@ type Phase struct {
 	PromptDist    *Dist `yaml:"-" json:"prompt_dist,omitempty"`
 	MaxTokensDist *Dist `yaml:"-" json:"max_tokens_dist,omitempty"`
 
-	// Sessions and agent phases (sessions.go).
-	Conversation `yaml:",inline"`
+	// The keys of kinds that declare them beside their row (kinds.go).
+	KindFields `yaml:",inline"`
 }
 
 // Dist is a seeded distribution of token counts.

@@ -257,9 +257,6 @@ func ConversationContextTokens(p *Phase) int {
 // context window: the server would refuse it after minutes of traffic. A
 // live server's window is unknown until it answers.
 func checkConversationContext(e *errs, p *Phase, targets []*Target) {
-	if p.Kind != PhaseSessions && p.Kind != PhaseAgent {
-		return
-	}
 	need := ConversationContextTokens(p)
 	for _, t := range targets {
 		if t.Kind == KindAnthropic {

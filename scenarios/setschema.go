@@ -1,24 +1,31 @@
 package scenarios
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"regexp"
+	"sort"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tollgate-dev/tollgate/schema"
 )
 
-// setSchema is the scenario schema as decoded JSON, walked along a --set
-// path so that a flag can add what the schema allows (a header, a body
-// field, a sim block) and nothing else. It only answers "may this key or
-// index be here, and what schema applies below it"; the value itself is
-// still checked by the normal decode and schema validation.
+// setSchema is the scenario schema as the validator compiled it, walked
+// along a --set path so that a flag can add what the schema allows (a
+// header, a body field, a sim block) and nothing else. It only answers
+// "may this key or index be here, and what schema applies below it"; the
+// value itself is still checked by the normal decode and schema
+// validation, against the same compiled schema.
 type setSchema struct {
-	root any
+	root schemaRef
 }
+
+// schemaRef is a compiled schema, or one the walk puts together (the
+// allOf or anyOf of what applies below a segment); nil allows anything.
+// The compiled ones are shared by every load and never changed.
+type schemaRef = *jsonschema.Schema
 
 // maxSchemaDepth bounds $ref and combinator nesting at one instance
 // location. The embedded schema has no cycles; this only keeps a broken one
@@ -26,18 +33,36 @@ type setSchema struct {
 const maxSchemaDepth = 32
 
 func loadSetSchema() (*setSchema, error) {
-	var v any
-	if err := json.Unmarshal(schema.Scenario(), &v); err != nil {
+	s, err := schema.CompiledScenario()
+	if err != nil {
 		return nil, fmt.Errorf("scenario schema: %w", err)
 	}
-	return &setSchema{root: v}, nil
+	return &setSchema{root: s}, nil
 }
 
 // step is what the schema says about one segment of a path.
 type step struct {
-	sub   any      // the schema of the value at the segment
-	ok    bool     // the schema allows the segment
-	known []string // keys the schema names at this level, for did-you-mean
+	sub   schemaRef // the schema of the value at the segment
+	ok    bool      // the schema allows the segment
+	known []string  // keys the schema names at this level, for did-you-mean
+}
+
+// instance is the node at the schema being walked, converted for the
+// validator on first use: if conditions are decided by what the file says
+// (a target's kind).
+type instance struct {
+	node *yaml.Node
+	val  any
+	err  error
+	done bool
+}
+
+func (in *instance) value() (any, error) {
+	if !in.done {
+		in.done = true
+		in.val, in.err = nodeValue(in.node)
+	}
+	return in.val, in.err
 }
 
 // at resolves one segment below s: a key of a mapping (index < 0) or an
@@ -46,105 +71,128 @@ type step struct {
 //
 // The rules are JSON Schema's, restricted to what decides whether a key may
 // exist: properties, patternProperties and additionalProperties (absent
-// means any key), items and prefixItems, $ref, allOf (every branch must
+// means any key), prefixItems and items, $ref, allOf (every branch must
 // allow it), anyOf and oneOf (some branch must), and if/then/else.
-func (w *setSchema) at(s any, key string, index int, inst *yaml.Node, depth int) step {
-	m, isMap := s.(map[string]any)
-	if !isMap {
-		b, isBool := s.(bool)
-		return step{sub: true, ok: !isBool || b}
+func (w *setSchema) at(s schemaRef, key string, index int, inst *yaml.Node, depth int) step {
+	return w.step(s, key, index, &instance{node: inst}, depth)
+}
+
+func (w *setSchema) step(s schemaRef, key string, index int, inst *instance, depth int) step {
+	if s == nil || depth > maxSchemaDepth {
+		return step{ok: true}
 	}
-	if depth > maxSchemaDepth {
-		return step{sub: true, ok: true}
+	if s.Bool != nil {
+		return step{ok: *s.Bool}
 	}
 	typ := "object"
 	if index >= 0 {
 		typ = "array"
 	}
-	if !admitsHere(m, typ) {
+	if !admitsHere(s, typ) {
 		return step{ok: false}
 	}
-	var parts []any
+	var parts []*jsonschema.Schema
 	var known []string
-	ok := true
+	sub, ok, found := ownStep(s, key, index)
+	if found {
+		parts = append(parts, sub)
+	}
 	if index < 0 {
-		props, _ := m["properties"].(map[string]any)
-		known = append(known, sortedKeys(props)...)
-		if p, found := props[key]; found {
-			parts = append(parts, p)
-		} else {
-			matched := false
-			pats, _ := m["patternProperties"].(map[string]any)
-			for _, pat := range sortedKeys(pats) {
-				if re, err := regexp.Compile(pat); err == nil && re.MatchString(key) {
-					parts = append(parts, pats[pat])
-					matched = true
-				}
-			}
-			if ap, has := m["additionalProperties"]; has && !matched {
-				if b, isBool := ap.(bool); isBool {
-					ok = b
-				} else {
-					parts = append(parts, ap)
-				}
-			}
-		}
-	} else {
-		prefix, _ := m["prefixItems"].([]any)
-		if index < len(prefix) {
-			parts = append(parts, prefix[index])
-		} else if it, has := m["items"]; has {
-			if b, isBool := it.(bool); isBool {
-				ok = b
-			} else {
-				parts = append(parts, it)
-			}
-		}
+		known = sortedKeys(s.Properties)
 	}
 	all := func(st step) {
 		known = append(known, st.known...)
 		ok = ok && st.ok
 		parts = append(parts, st.sub)
 	}
-	if r, has := m["$ref"].(string); has {
-		all(w.at(w.ref(r), key, index, inst, depth+1))
+	if s.Ref != nil {
+		all(w.step(s.Ref, key, index, inst, depth+1))
 	}
-	if bs, has := m["allOf"].([]any); has {
-		for _, b := range bs {
-			all(w.at(b, key, index, inst, depth+1))
-		}
+	for _, b := range s.AllOf {
+		all(w.step(b, key, index, inst, depth+1))
 	}
-	for _, k := range []string{"anyOf", "oneOf"} {
-		if bs, has := m[k].([]any); has {
+	for _, bs := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf} {
+		if bs != nil {
 			all(w.anyOf(bs, key, index, inst, depth+1))
 		}
 	}
-	if cond, has := m["if"]; has {
-		then, hasThen := m["then"]
-		els, hasElse := m["else"]
-		if !hasThen {
-			then = true
-		}
-		if !hasElse {
-			els = true
-		}
-		switch w.matches(cond, inst, depth+1) {
+	if s.If != nil {
+		switch matches(s.If, inst) {
 		case triYes:
-			all(w.at(then, key, index, inst, depth+1))
+			all(w.step(s.Then, key, index, inst, depth+1))
 		case triNo:
-			all(w.at(els, key, index, inst, depth+1))
+			all(w.step(s.Else, key, index, inst, depth+1))
 		default: // the file does not say yet: either branch may apply
-			all(w.anyOf([]any{then, els}, key, index, inst, depth+1))
+			all(w.anyOf([]*jsonschema.Schema{s.Then, s.Else}, key, index, inst, depth+1))
 		}
 	}
-	return step{sub: map[string]any{"allOf": parts}, ok: ok, known: known}
+	return step{sub: &jsonschema.Schema{AllOf: parts}, ok: ok, known: known}
 }
 
-func (w *setSchema) anyOf(branches []any, key string, index int, inst *yaml.Node, depth int) step {
-	var subs []any
+// ownStep is what s's own keywords say of the key or index: the schema
+// that applies (found false when none does) and whether it is allowed.
+func ownStep(s schemaRef, key string, index int) (sub schemaRef, ok, found bool) {
+	if index >= 0 {
+		return ownItem(s, index)
+	}
+	if p, has := s.Properties[key]; has {
+		return p, true, true
+	}
+	var matched []*jsonschema.Schema
+	pats := make([]jsonschema.Regexp, 0, len(s.PatternProperties))
+	for re := range s.PatternProperties {
+		pats = append(pats, re)
+	}
+	sort.Slice(pats, func(i, j int) bool { return pats[i].String() < pats[j].String() })
+	for _, re := range pats {
+		if re.MatchString(key) {
+			matched = append(matched, s.PatternProperties[re])
+		}
+	}
+	if len(matched) > 0 {
+		return &jsonschema.Schema{AllOf: matched}, true, true
+	}
+	return additional(s.AdditionalProperties)
+}
+
+// additional reads additionalProperties or additionalItems: nil (any),
+// a bool, or a schema.
+func additional(v any) (sub schemaRef, ok, found bool) {
+	switch a := v.(type) {
+	case bool:
+		return nil, a, false
+	case *jsonschema.Schema:
+		return a, true, true
+	}
+	return nil, true, false
+}
+
+// ownItem is ownStep for an item of a list: prefixItems, then items
+// (draft 2020-12), or the older items and additionalItems.
+func ownItem(s schemaRef, index int) (sub schemaRef, ok, found bool) {
+	if index < len(s.PrefixItems) {
+		return s.PrefixItems[index], true, true
+	}
+	if s.Items2020 != nil {
+		return s.Items2020, true, true
+	}
+	switch it := s.Items.(type) {
+	case *jsonschema.Schema:
+		return it, true, true
+	case []*jsonschema.Schema:
+		if index < len(it) {
+			return it[index], true, true
+		}
+		return additional(s.AdditionalItems)
+	}
+	return nil, true, false
+}
+
+func (w *setSchema) anyOf(branches []*jsonschema.Schema, key string, index int, inst *instance, depth int) step {
+	var subs []*jsonschema.Schema
 	var known []string
 	for _, b := range branches {
-		st := w.at(b, key, index, inst, depth)
+		st := w.step(b, key, index, inst, depth)
 		known = append(known, st.known...)
 		if st.ok {
 			subs = append(subs, st.sub)
@@ -153,40 +201,29 @@ func (w *setSchema) anyOf(branches []any, key string, index int, inst *yaml.Node
 	if len(subs) == 0 {
 		return step{ok: false, known: known}
 	}
-	return step{sub: map[string]any{"anyOf": subs}, ok: true, known: known}
+	return step{sub: &jsonschema.Schema{AnyOf: subs}, ok: true, known: known}
 }
 
 // admits reports whether an instance of typ ("object" or "array") can meet
 // s, as far as type, const and enum anywhere in it say: it decides what kind
 // of node a missing segment creates.
-func (w *setSchema) admits(s any, typ string, depth int) bool {
-	m, isMap := s.(map[string]any)
-	if !isMap {
-		b, isBool := s.(bool)
-		return !isBool || b
-	}
-	if depth > maxSchemaDepth {
+func (w *setSchema) admits(s schemaRef, typ string, depth int) bool {
+	if s == nil || depth > maxSchemaDepth {
 		return true
 	}
-	if !admitsHere(m, typ) {
+	if s.Bool != nil {
+		return *s.Bool
+	}
+	if !admitsHere(s, typ) || (s.Ref != nil && !w.admits(s.Ref, typ, depth+1)) {
 		return false
 	}
-	if r, has := m["$ref"].(string); has && !w.admits(w.ref(r), typ, depth+1) {
-		return false
-	}
-	if bs, has := m["allOf"].([]any); has {
-		for _, b := range bs {
-			if !w.admits(b, typ, depth+1) {
-				return false
-			}
+	for _, b := range s.AllOf {
+		if !w.admits(b, typ, depth+1) {
+			return false
 		}
 	}
-	for _, k := range []string{"anyOf", "oneOf"} {
-		bs, has := m[k].([]any)
-		if !has {
-			continue
-		}
-		some := false
+	for _, bs := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf} {
+		some := bs == nil
 		for _, b := range bs {
 			some = some || w.admits(b, typ, depth+1)
 		}
@@ -197,28 +234,17 @@ func (w *setSchema) admits(s any, typ string, depth int) bool {
 	return true
 }
 
-// admitsHere is admits for one schema object's own type, const and enum.
-func admitsHere(m map[string]any, typ string) bool {
-	switch t := m["type"].(type) {
-	case string:
-		if t != typ {
-			return false
-		}
-	case []any:
-		found := false
-		for _, x := range t {
-			found = found || x == typ
-		}
-		if !found {
-			return false
-		}
-	}
-	if c, has := m["const"]; has && jsonType(c) != typ {
+// admitsHere is admits for one schema's own type, const and enum.
+func admitsHere(s schemaRef, typ string) bool {
+	if s.Types != nil && !s.Types.IsEmpty() && !oneOf(typ, s.Types.ToStrings()) {
 		return false
 	}
-	if e, has := m["enum"].([]any); has {
+	if s.Const != nil && jsonType(*s.Const) != typ {
+		return false
+	}
+	if s.Enum != nil {
 		found := false
-		for _, x := range e {
+		for _, x := range s.Enum.Values {
 			found = found || jsonType(x) == typ
 		}
 		if !found {
@@ -242,32 +268,18 @@ func jsonType(v any) string {
 // and those of $ref and allOf; of anyOf and oneOf, only the keys every
 // branch that admits an object requires. if/then is left out: which branch
 // applies depends on values not written yet.
-func (w *setSchema) required(s any, depth int) []string {
-	m, isMap := s.(map[string]any)
-	if !isMap || depth > maxSchemaDepth {
+func (w *setSchema) required(s schemaRef, depth int) []string {
+	if s == nil || depth > maxSchemaDepth {
 		return nil
 	}
-	var out []string
-	if rs, has := m["required"].([]any); has {
-		for _, r := range rs {
-			if name, isString := r.(string); isString {
-				out = append(out, name)
-			}
-		}
+	out := append([]string(nil), s.Required...)
+	if s.Ref != nil {
+		out = append(out, w.required(s.Ref, depth+1)...)
 	}
-	if r, has := m["$ref"].(string); has {
-		out = append(out, w.required(w.ref(r), depth+1)...)
+	for _, b := range s.AllOf {
+		out = append(out, w.required(b, depth+1)...)
 	}
-	if bs, has := m["allOf"].([]any); has {
-		for _, b := range bs {
-			out = append(out, w.required(b, depth+1)...)
-		}
-	}
-	for _, k := range []string{"anyOf", "oneOf"} {
-		bs, has := m[k].([]any)
-		if !has {
-			continue
-		}
+	for _, bs := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf} {
 		var common map[string]bool
 		for _, b := range bs {
 			if !w.admits(b, "object", depth+1) {
@@ -288,32 +300,6 @@ func (w *setSchema) required(s any, depth int) []string {
 	return out
 }
 
-// ref resolves a local $ref ("#/$defs/target"). Any other reference is not
-// followed and allows anything: validation still checks the result.
-func (w *setSchema) ref(r string) any {
-	ptr, local := strings.CutPrefix(r, "#")
-	if !local {
-		return true
-	}
-	cur := w.root
-	if ptr == "" {
-		return cur
-	}
-	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		m, isMap := cur.(map[string]any)
-		if !isMap {
-			return true
-		}
-		next, found := m[tok]
-		if !found {
-			return true
-		}
-		cur = next
-	}
-	return cur
-}
-
 type tri int
 
 const (
@@ -322,127 +308,73 @@ const (
 	triNo
 )
 
-// matches evaluates an if schema against the instance written so far. Only
-// the keywords such conditions use are understood (properties, required,
-// const, enum, type); anything else, a missing instance or a value still to
-// be interpolated is unknown, and the caller then allows either branch.
-func (w *setSchema) matches(s any, n *yaml.Node, depth int) tri {
-	n = resolveAlias(n)
-	if n == nil || depth > maxSchemaDepth {
+// matches decides an if schema against the instance written so far, with
+// the validator itself. A missing instance is unknown, and so is a failure
+// at a value still to be interpolated (kind: ${vars.kind}): the caller
+// then allows either branch.
+func matches(cond schemaRef, inst *instance) tri {
+	if inst.node == nil {
 		return triUnknown
 	}
-	m, isMap := s.(map[string]any)
-	if !isMap {
-		if b, isBool := s.(bool); isBool && !b {
-			return triNo
-		}
+	v, err := inst.value()
+	if err != nil {
+		return triUnknown
+	}
+	err = cond.Validate(v)
+	if err == nil {
 		return triYes
 	}
-	res := triYes
-	and := func(t tri) {
-		if t == triNo || res == triNo {
-			res = triNo
-		} else if t == triUnknown {
-			res = triUnknown
-		}
-	}
-	for _, k := range sortedKeys(m) {
-		switch v := m[k]; k {
-		case "description", "title", "examples", "default", "$comment":
-		case "properties":
-			props, _ := v.(map[string]any)
-			for _, name := range sortedKeys(props) {
-				if c := mapValue(n, name); c != nil {
-					and(w.matches(props[name], c, depth+1))
-				}
-			}
-		case "required":
-			rs, _ := v.([]any)
-			for _, r := range rs {
-				if name, isString := r.(string); isString && n.Kind == yaml.MappingNode && mapValue(n, name) == nil {
-					and(triNo)
-				}
-			}
-		case "const":
-			and(equalsNode(v, n))
-		case "enum":
-			vals, _ := v.([]any)
-			t := triNo
-			for _, x := range vals {
-				if e := equalsNode(x, n); e != triNo {
-					t = e
-					if e == triYes {
-						break
-					}
-				}
-			}
-			and(t)
-		case "type":
-			and(hasType(v, n))
-		default:
-			return triUnknown
-		}
-	}
-	return res
-}
-
-// equalsNode compares a schema value with a YAML node by their JSON forms.
-func equalsNode(v any, n *yaml.Node) tri {
-	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) || failsAtInterpolation(ve, inst.node) {
 		return triUnknown
-	}
-	var x any
-	if err := n.Decode(&x); err != nil {
-		return triUnknown
-	}
-	a, errA := json.Marshal(v)
-	b, errB := json.Marshal(normalize(x))
-	if errA != nil || errB != nil {
-		return triUnknown
-	}
-	if string(a) == string(b) {
-		return triYes
 	}
 	return triNo
 }
 
-// hasType is the type keyword for a YAML node, by its resolved tag.
-func hasType(t any, n *yaml.Node) tri {
-	var got []string
+// failsAtInterpolation reports whether any of the reasons for e lies at a
+// string with ${...} in it, whose value is not known yet.
+func failsAtInterpolation(e *jsonschema.ValidationError, n *yaml.Node) bool {
+	if len(e.Causes) == 0 {
+		at := resolveAlias(nodeAt(n, e.InstanceLocation))
+		return at.Kind == yaml.ScalarNode && strings.Contains(at.Value, "${")
+	}
+	for _, c := range e.Causes {
+		if failsAtInterpolation(c, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeValue converts a YAML node to the JSON shapes the validator takes,
+// in one pass (yaml.v3 decodes a large mapping in quadratic time).
+func nodeValue(n *yaml.Node) (any, error) {
+	n = resolveAlias(n)
 	switch n.Kind {
 	case yaml.MappingNode:
-		got = []string{"object"}
-	case yaml.SequenceNode:
-		got = []string{"array"}
-	default:
-		switch n.ShortTag() {
-		case "!!str":
-			got = []string{"string"}
-		case "!!int":
-			got = []string{"integer", "number"}
-		case "!!float":
-			got = []string{"number"}
-		case "!!bool":
-			got = []string{"boolean"}
-		case "!!null":
-			got = []string{"null"}
-		default:
-			return triUnknown
-		}
-	}
-	var want []any
-	switch x := t.(type) {
-	case string:
-		want = []any{x}
-	case []any:
-		want = x
-	}
-	for _, w := range want {
-		for _, g := range got {
-			if w == g {
-				return triYes
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := nodeValue(n.Content[i+1])
+			if err != nil {
+				return nil, err
 			}
+			m[n.Content[i].Value] = v
 		}
+		return m, nil
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			v, err := nodeValue(c)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
 	}
-	return triNo
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decoding a value: %w", err)
+	}
+	return normalize(v), nil
 }

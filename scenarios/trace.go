@@ -48,9 +48,12 @@ func (t *TraceInfo) ReplayRate() float64 {
 	return float64(t.Requests-1) / span
 }
 
+var traceKeys = []string{"kind", "description", "trace", "requests", "max_tokens", "max_in_flight", "seed", "max_error_rate"}
+
 // checkTrace applies a trace phase's defaults and streams the trace once,
 // so a bad line is an error before anything is sent.
-func checkTrace(e *errs, p *Phase, scenarioFile, path string) {
+func checkTrace(d *decoder, p *Phase, path string) {
+	e, scenarioFile := d.errs, d.file
 	t := &p.Trace
 	tp := path + ".trace"
 	errsBefore := len(e.list)

@@ -63,6 +63,11 @@ var (
 	reportSchema   = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ReportURL, reportJSON) })
 )
 
+// CompiledScenario is the scenario schema as the validator compiled it,
+// for callers that walk it (scenarios resolves --set paths through it).
+// It is shared and compiled once: callers read it and never change it.
+func CompiledScenario() (*jsonschema.Schema, error) { return scenarioSchema() }
+
 func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, error) {
 	sch, err := compiled()
 	if err != nil {

@@ -20,9 +20,10 @@ import (
 // In this package a new kind is its own file (the type, Run, MaxInFlight)
 // and one line in Kinds; its shape and pool size follow with no other edit
 // here. Outside it, the kind also needs: its name in report/kinds.go (the
-// scenarios package aliases it as a Phase constant); in scenarios, the
-// constant, phaseKinds and its keys in livePhaseKeys (check.go), any new
-// fields in model.go's Phase and its own defaults and checks; its
+// scenarios package aliases it as a Phase constant); in scenarios, its
+// own file (the constant, its keys, its defaults and checks, any spec
+// type) and one row in phaseKindTable (kinds.go), with its field in
+// KindFields beside the row when it has keys of its own; its
 // definition in schema/scenario.schema.json (then go test ./schema
 // -update for the derived parts). Its requests go through the recorder
 // (record.go) and report/fold, so a kind laid out as metrics, points or

@@ -58,7 +58,33 @@ func TestQuickstartOnTheEmbeddedSimulator(t *testing.T) {
 			t.Errorf("metadata %s missing", path)
 		}
 	}
-	pre := r.Phases["prefill"]
+	checkQuickstartPrefill(t, r.Phases["prefill"])
+	// Fresh prompts really are fresh: nothing cached in prefill or decode.
+	for _, name := range []string{"prefill", "decode"} {
+		if m := r.Phases[name].CachedTokens.Max; m == nil || *m != 0 {
+			t.Errorf("%s: cached_tokens max %v, want 0 (prompts must not share prefixes)", name, m)
+		}
+	}
+	dec := r.Phases["decode"]
+	if runtime.GOOS == "linux" && dec.ArrivalClock != "kernel" {
+		t.Errorf("arrival clock %q, want kernel receive timestamps on Linux", dec.ArrivalClock)
+	}
+	if dec.CompletionTokens.P50 == nil || *dec.CompletionTokens.P50 != 64 || dec.DecodeTokensPerS.P50 == nil {
+		t.Errorf("decode: %+v", dec.ServingMetrics)
+	}
+	checkQuickstartPrefixCache(t, r.Phases["prefix_cache"])
+	if n := len(dec.Samples.([]report.RequestSample)); n != 2 {
+		t.Errorf("%d decode samples", n)
+	}
+	if w := r.Phases["warmup"]; w.Requests != 2 || w.TTFTMS.Count != 0 {
+		t.Errorf("warmup must be counted, not measured: %+v", w.ServingMetrics)
+	}
+}
+
+// checkQuickstartPrefill: every prompt size answered and calibrated, with
+// TTFT growing with the size.
+func checkQuickstartPrefill(t *testing.T, pre *report.Phase) {
+	t.Helper()
 	for _, size := range []string{"256", "1024", "4096"} {
 		pt := pre.ByPromptTokens[size]
 		if pt == nil || pt.Succeeded != 2 || pt.TTFTMS.P50 == nil {
@@ -82,20 +108,12 @@ func TestQuickstartOnTheEmbeddedSimulator(t *testing.T) {
 	if len(pre.Calibration) != 6 {
 		t.Errorf("%d calibrations, want 6", len(pre.Calibration))
 	}
-	// Fresh prompts really are fresh: nothing cached in prefill or decode.
-	for _, name := range []string{"prefill", "decode"} {
-		if m := r.Phases[name].CachedTokens.Max; m == nil || *m != 0 {
-			t.Errorf("%s: cached_tokens max %v, want 0 (prompts must not share prefixes)", name, m)
-		}
-	}
-	dec := r.Phases["decode"]
-	if runtime.GOOS == "linux" && dec.ArrivalClock != "kernel" {
-		t.Errorf("arrival clock %q, want kernel receive timestamps on Linux", dec.ArrivalClock)
-	}
-	if dec.CompletionTokens.P50 == nil || *dec.CompletionTokens.P50 != 64 || dec.DecodeTokensPerS.P50 == nil {
-		t.Errorf("decode: %+v", dec.ServingMetrics)
-	}
-	pc := r.Phases["prefix_cache"]
+}
+
+// checkQuickstartPrefixCache: an identical prefix is served from cache,
+// and the server's own counters say so.
+func checkQuickstartPrefixCache(t *testing.T, pc *report.Phase) {
+	t.Helper()
 	ident := pc.Variants["identical"]
 	if ident.Speedup == nil || *ident.Speedup < 2 || *ident.CachedTokens.P50 < 2000 {
 		t.Errorf("identical: speedup %v cached %v", ident.Speedup, ident.CachedTokens.P50)
@@ -105,12 +123,6 @@ func TestQuickstartOnTheEmbeddedSimulator(t *testing.T) {
 	}
 	if d := pc.ServerMetricsDelta["vllm:prefix_cache_hits_total"]; d <= 0 {
 		t.Errorf("server metrics delta of prefix cache hits %v, want > 0 (deltas %v)", d, pc.ServerMetricsDelta)
-	}
-	if n := len(dec.Samples.([]report.RequestSample)); n != 2 {
-		t.Errorf("%d decode samples", n)
-	}
-	if w := r.Phases["warmup"]; w.Requests != 2 || w.TTFTMS.Count != 0 {
-		t.Errorf("warmup must be counted, not measured: %+v", w.ServingMetrics)
 	}
 }
 
