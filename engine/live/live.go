@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -346,7 +347,7 @@ func calibrated(p *scenarios.Phase) bool { return p.Prompt.Calibrate == nil || *
 func (r *runner) synthetic(ctx context.Context, p *scenarios.Phase, ph *report.Phase, target, index int, name string) (string, error) {
 	seed := r.seed(p)
 	if !calibrated(p) {
-		return openai.SyntheticPrompt(seed, index, max(1, target*3/4), ""), nil
+		return transport.SyntheticPrompt(seed, index, max(1, target*3/4), ""), nil
 	}
 	c, err := r.send.calibrate(ctx, target, seed, measure.CalibrateOptions{Model: r.model, Index: index})
 	if err != nil && c.Prompt == "" {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 )
 
@@ -82,7 +82,7 @@ phases:
 				}
 				targets[s.TargetPromptTokens] = true
 				d := *s.PromptTokens - s.TargetPromptTokens
-				if d > openai.CalibrationTolerance(s.TargetPromptTokens) || -d > openai.CalibrationTolerance(s.TargetPromptTokens) {
+				if d > transport.CalibrationTolerance(s.TargetPromptTokens) || -d > transport.CalibrationTolerance(s.TargetPromptTokens) {
 					misses++
 				}
 			}

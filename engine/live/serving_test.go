@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -53,7 +53,7 @@ func TestQuickstartOnTheEmbeddedSimulator(t *testing.T) {
 	if r.Target.Model != "tollgate-sim" || r.Target.ModelSource != "first id from /v1/models" || r.Target.ReadyMS == nil {
 		t.Errorf("target %+v", r.Target)
 	}
-	for _, path := range openai.MetadataPaths() {
+	for _, path := range transport.MetadataPaths() {
 		if _, ok := r.Target.Metadata[path]; !ok {
 			t.Errorf("metadata %s missing", path)
 		}
@@ -72,7 +72,7 @@ func TestQuickstartOnTheEmbeddedSimulator(t *testing.T) {
 		t.Error("TTFT must grow with the uncached prompt size")
 	}
 	for _, c := range pre.Calibration {
-		if d := c.Tokens - c.TargetTokens; d > openai.CalibrationTolerance(c.TargetTokens) || -d > openai.CalibrationTolerance(c.TargetTokens) {
+		if d := c.Tokens - c.TargetTokens; d > transport.CalibrationTolerance(c.TargetTokens) || -d > transport.CalibrationTolerance(c.TargetTokens) {
 			t.Errorf("%s calibrated to %d tokens for a target of %d", c.Request, c.Tokens, c.TargetTokens)
 		}
 		if c.Method != "count_tokens" {
