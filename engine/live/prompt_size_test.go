@@ -65,7 +65,7 @@ phases:
 `, url), nil)
 			var mu sync.Mutex
 			var samples []report.RequestSample
-			r, err := Run(t.Context(), sc.Runs[0], Options{Protocol: OpenAI, SampleSink: func(s report.RequestSample) {
+			r, err := Run(t.Context(), sc.Runs[0], Options{Protocol: OpenAI(), SampleSink: func(s report.RequestSample) {
 				mu.Lock()
 				samples = append(samples, s)
 				mu.Unlock()

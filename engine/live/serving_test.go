@@ -35,7 +35,7 @@ func runFirst(t *testing.T, sc *scenarios.Scenario, env map[string]string) (*rep
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return Run(ctx, sc.Runs[0], Options{Protocol: OpenAI, Samples: true, LookupEnv: func(k string) (string, bool) {
+	return Run(ctx, sc.Runs[0], Options{Protocol: OpenAI(), Samples: true, LookupEnv: func(k string) (string, bool) {
 		v, ok := env[k]
 		return v, ok
 	}})
