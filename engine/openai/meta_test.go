@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/transport"
 )
 
@@ -229,14 +228,4 @@ func TestScrapeMetrics(t *testing.T) {
 			}
 		})
 	}
-}
-
-// find returns the series of a scrape by key.
-func find(s measure.Scrape, key string) (measure.Series, bool) {
-	for _, x := range s.Series {
-		if x.Key == key {
-			return x, true
-		}
-	}
-	return measure.Series{}, false
 }
