@@ -1,6 +1,14 @@
 package scenarios
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
+
+// KindAnthropic speaks the Messages API; like every live kind, what the
+// loader checks of it is its LiveKinds entry.
+const KindAnthropic = report.TargetAnthropic
 
 // LiveKind is a target kind the live executor runs: its keys are
 // OpenAITarget's, and what the loader checks of it is declared here, not

@@ -26,8 +26,6 @@ const (
 	KindSeam     = report.TargetSeam
 	KindOpenAI   = report.TargetOpenAI
 	KindEmbedded = report.TargetEmbedded
-	// KindAnthropic speaks the Messages API (LiveKinds).
-	KindAnthropic = report.TargetAnthropic
 )
 
 // Phase kinds: the report's names, spelt once.
