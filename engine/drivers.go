@@ -23,9 +23,9 @@ import (
 // are decoded (model.go), its target's fields and checks; its definition
 // in schema/scenario.schema.json. A kind run by the live executor over a
 // new wire protocol is much less: its protocol's package, a liveDriver
-// entry here naming the live.Protocol it speaks, and its entry in
-// scenarios.LiveKinds (see live.Protocol); schema/scenario.schema.json
-// lists its name.
+// entry here naming the live.Protocol it speaks, its name in
+// report/kinds.go, and its Kind constant and entry in scenarios.LiveKinds
+// (scenarios/kinds.go); schema/scenario.schema.json lists its name.
 type Driver interface {
 	// Validate checks what the scenario loader cannot (e.g. the simulator's
 	// own config); an error is an invalid scenario.

@@ -117,8 +117,9 @@ func (s clientSender) scrapeMetrics(ctx context.Context) (measure.Scrape, error)
 // A new wire protocol is its package (a transport.Wire and a New building
 // its client; engine/openai and engine/anthropic are peers over
 // engine/transport), its kind's entry in engine.Drivers with the Protocol
-// it speaks, and its kind's entry in scenarios.LiveKinds (the endpoints it
-// has, whether conversations run on it); see engine.Driver for the rest.
+// it speaks, its kind's name in report/kinds.go, and its Kind constant and
+// entry in scenarios.LiveKinds (the endpoints it has, whether
+// conversations run on it), and the kind in schema/scenario.schema.json.
 type Protocol struct {
 	// Client builds the protocol's client over the shared transport.
 	Client func(transport.Config) (measure.Client, error)
