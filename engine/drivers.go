@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/anthropic"
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/live"
 	"github.com/tollgate-dev/tollgate/engine/seam"
@@ -21,8 +22,10 @@ import (
 // the kind switch and the lists of kinds in its messages where targets
 // are decoded (model.go), its target's fields and checks; its definition
 // in schema/scenario.schema.json. A kind run by the live executor over a
-// new wire protocol is instead a liveDriver entry naming a live.Protocol
-// (see live.Protocol for what that touches).
+// new wire protocol is much less: its protocol's package, a liveDriver
+// entry here naming the live.Protocol it speaks, its name in
+// report/kinds.go, and its Kind constant and entry in scenarios.LiveKinds
+// (scenarios/targetkinds.go); schema/scenario.schema.json lists its name.
 type Driver interface {
 	// Validate checks what the scenario loader cannot (e.g. the simulator's
 	// own config); an error is an invalid scenario.
@@ -47,13 +50,14 @@ type RunOptions struct {
 }
 
 // Drivers are the target kinds by name, the one registry of them: a live
-// kind's entry also names the wire protocol it speaks.
+// kind's entry also names the wire protocol it speaks and what that
+// protocol's answers hold.
 var Drivers = map[string]Driver{
 	scenarios.KindSeam:     seamDriver{},
-	scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI},
-	scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI},
+	scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI()},
+	scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI()},
 	// The Messages API: the same executor, another protocol.
-	scenarios.KindAnthropic: liveDriver{protocol: live.Anthropic},
+	scenarios.KindAnthropic: liveDriver{protocol: live.Protocol{Client: live.ClientOf(anthropic.New), UncountedReasoning: true}},
 }
 
 func driverOf(run *scenarios.Run) (Driver, error) {
@@ -109,8 +113,8 @@ func (liveDriver) Validate(run *scenarios.Run) error {
 	return nil
 }
 
-func (liveDriver) Shape(run *scenarios.Run, samples bool) (*report.Run, error) {
-	return live.Shape(run, samples), nil
+func (d liveDriver) Shape(run *scenarios.Run, samples bool) (*report.Run, error) {
+	return live.Shape(run, samples, d.protocol), nil
 }
 
 func (d liveDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) (*report.Run, error) {

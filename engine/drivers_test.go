@@ -6,22 +6,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/engine/anthropic"
 	"github.com/tollgate-dev/tollgate/engine/live"
+	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
 // TestDriversNameEachLiveKindsProtocol: Drivers is the one registry of
-// target kinds; a live kind's entry names the protocol it speaks.
+// target kinds; a live kind's entry names the protocol it speaks, and
+// every live kind the loader knows (scenarios.LiveKinds) has one.
 func TestDriversNameEachLiveKindsProtocol(t *testing.T) {
-	ptr := func(p live.Protocol) uintptr { return reflect.ValueOf(p).Pointer() }
 	for _, c := range []struct {
-		kind     string
-		protocol live.Protocol // nil: not a live kind
+		kind   string
+		client any // the protocol's client type; nil: not a live kind
+		// uncounted: the protocol's usage counts no reasoning tokens.
+		uncounted bool
 	}{
-		{scenarios.KindSeam, nil},
-		{scenarios.KindOpenAI, live.OpenAI},
-		{scenarios.KindEmbedded, live.OpenAI},
-		{scenarios.KindAnthropic, live.Anthropic},
+		{kind: scenarios.KindSeam},
+		{kind: scenarios.KindOpenAI, client: &openai.Client{}},
+		{kind: scenarios.KindEmbedded, client: &openai.Client{}},
+		{kind: scenarios.KindAnthropic, client: &anthropic.Client{}, uncounted: true},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			d, ok := Drivers[c.kind]
@@ -29,16 +34,29 @@ func TestDriversNameEachLiveKindsProtocol(t *testing.T) {
 				t.Fatalf("no driver for kind %s", c.kind)
 			}
 			ld, isLive := d.(liveDriver)
-			if isLive != (c.protocol != nil) {
-				t.Fatalf("driver %T: live = %v, want %v", d, isLive, c.protocol != nil)
+			if isLive != (c.client != nil) {
+				t.Fatalf("driver %T: live = %v, want %v", d, isLive, c.client != nil)
 			}
-			if isLive && ptr(ld.protocol) != ptr(c.protocol) {
-				t.Error("the driver speaks another protocol")
+			if !isLive {
+				return
+			}
+			cl, err := ld.protocol.Client(transport.Config{BaseURL: "http://127.0.0.1:1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if reflect.TypeOf(cl) != reflect.TypeOf(c.client) || ld.protocol.UncountedReasoning != c.uncounted {
+				t.Errorf("the driver speaks %T (uncounted reasoning %v), want %T (%v)", cl, ld.protocol.UncountedReasoning, c.client, c.uncounted)
 			}
 		})
 	}
 	if len(Drivers) != 4 {
 		t.Errorf("Drivers has %d kinds; add the new one's row above", len(Drivers))
+	}
+	for _, k := range scenarios.LiveKinds() {
+		if _, ok := Drivers[k.Kind].(liveDriver); !ok {
+			t.Errorf("live kind %s has no liveDriver in Drivers", k.Kind)
+		}
 	}
 }
 

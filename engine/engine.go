@@ -136,8 +136,9 @@ func decorate(rr *report.Run, run *scenarios.Run) {
 		rr.Target.Config = redactedSeam(t.Seam)
 	}
 	if t.OpenAI != nil {
-		if t.Embedded() && t.Kind != scenarios.KindAnthropic {
-			// (kind anthropic keeps its name: it says which protocol ran.)
+		if t.Embedded() && t.Kind == scenarios.KindOpenAI {
+			// (another protocol's kind keeps its name: it says which
+			// protocol ran.)
 			rr.Target.Kind = scenarios.KindEmbedded
 		}
 		rr.Target.Description = t.OpenAI.Description

@@ -298,7 +298,7 @@ func checkOpenAI(e *errs, t *Target) {
 }
 
 // checkOpenAIAddress checks where the target's requests go: its base_url
-// and its endpoint, which the Messages API narrows to chat.
+// and its endpoint, which a kind may narrow (LiveKind.Endpoints).
 func checkOpenAIAddress(e *errs, t *Target, path string) {
 	o := t.OpenAI
 	if t.Kind == KindEmbedded && o.Has("base_url") {
@@ -313,8 +313,8 @@ func checkOpenAIAddress(e *errs, t *Target, path string) {
 	if o.Endpoint == "" {
 		o.Endpoint = "chat"
 	}
-	if t.Kind == KindAnthropic && o.Endpoint != "chat" {
-		e.add(o.At("endpoint"), "%s.endpoint: the Messages API (kind: anthropic) has the chat endpoint only, got %q", path, o.Endpoint)
+	if k, _ := liveKind(t.Kind); k.Endpoints != nil && !oneOf(o.Endpoint, k.Endpoints) {
+		e.add(o.At("endpoint"), "%s.endpoint: %s (kind: %s) has the %s endpoint only, got %q", path, k.Speaks, k.Kind, strings.Join(k.Endpoints, ", "), o.Endpoint)
 	} else if !oneOf(o.Endpoint, endpoints) {
 		e.add(o.At("endpoint"), "%s.endpoint: unknown %q (one of %s)%s", path, o.Endpoint, strings.Join(endpoints, ", "), suggest(o.Endpoint, endpoints))
 	}

@@ -26,8 +26,6 @@ const (
 	KindSeam     = report.TargetSeam
 	KindOpenAI   = report.TargetOpenAI
 	KindEmbedded = report.TargetEmbedded
-	// KindAnthropic speaks the Messages API; its keys are OpenAITarget's.
-	KindAnthropic = report.TargetAnthropic
 )
 
 // Phase kinds: the report's names, spelt once.
@@ -126,22 +124,23 @@ func (t *Target) decodeNode(d *decoder, n *yaml.Node, path string) {
 		return
 	}
 	if kindNode == nil {
-		d.errorf(n, "%s: missing kind (one of %s, %s, %s, %s)", path, KindSeam, KindOpenAI, KindEmbedded, KindAnthropic)
+		d.errorf(n, "%s: missing kind (one of %s)", path, strings.Join(targetKinds(), ", "))
 		return
 	}
 	t.Kind = kindNode.Value
-	switch t.Kind {
-	case KindSeam:
+	_, live := liveKind(t.Kind)
+	switch {
+	case t.Kind == KindSeam:
 		t.Seam = &SeamTarget{}
 		d.decode(n, reflect.ValueOf(t.Seam).Elem(), path)
 		t.Meta = t.Seam.Meta
-	case KindOpenAI, KindEmbedded, KindAnthropic:
+	case live:
 		t.OpenAI = &OpenAITarget{}
 		d.decode(n, reflect.ValueOf(t.OpenAI).Elem(), path)
 		t.Meta = t.OpenAI.Meta
 	default:
-		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s, %s, %s, %s)%s", path, t.Kind, KindSeam, KindOpenAI, KindEmbedded, KindAnthropic,
-			suggest(t.Kind, []string{KindSeam, KindOpenAI, KindEmbedded, KindAnthropic}))
+		kinds := targetKinds()
+		d.errorf(kindNode, "%s.kind: unknown target kind %q (one of %s)%s", path, t.Kind, strings.Join(kinds, ", "), suggest(t.Kind, kinds))
 	}
 }
 

@@ -259,10 +259,10 @@ func ConversationContextTokens(p *Phase) int {
 func checkConversationContext(e *errs, p *Phase, targets []*Target) {
 	need := ConversationContextTokens(p)
 	for _, t := range targets {
-		if t.Kind == KindAnthropic {
-			// The transcript that carries replies into the next turn reads
-			// OpenAI chunks only, so far.
-			e.add(p.At("kind"), "phases.%s: a %s phase runs on openai and embedded targets; target %q speaks the Messages API", p.Name, p.Kind, t.Name)
+		if k, _ := liveKind(t.Kind); k.NoReplies {
+			// The next turn carries the reply, which this kind's client
+			// does not keep.
+			e.add(p.At("kind"), "phases.%s: a %s phase runs on %s targets; target %q speaks %s", p.Name, p.Kind, conversationKinds(), t.Name, k.Speaks)
 			continue
 		}
 		if p.Kind == PhaseAgent && t.OpenAI != nil && t.OpenAI.Endpoint == "completions" {

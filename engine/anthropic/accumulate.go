@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/engine/transport"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 )
 
 // Stream events of the Messages API: message_start, content_block_start,
@@ -33,6 +33,9 @@ func newAccumulator(maxTokens int) *accumulator {
 }
 
 func (a *accumulator) Timeline() *measure.Timeline { return &a.tl }
+
+// End: a Messages API stream keeps no reply.
+func (a *accumulator) End(*measure.Result) {}
 
 // usageJSON is the Messages API usage object; counts stay raw so a bad one
 // is named.
@@ -92,7 +95,7 @@ func count(field string, raw json.RawMessage) (int, bool, error) {
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || n < 0 || n > 1<<40 {
-		return 0, false, fmt.Errorf("%w: %s is %s", openai.ErrBadCount, field, snippet(raw, 40))
+		return 0, false, fmt.Errorf("%w: %s is %s", transport.ErrBadCount, field, snippet(raw, 40))
 	}
 	return int(n), true, nil
 }
@@ -102,11 +105,11 @@ type errorJSON struct {
 	Message string `json:"message"`
 }
 
-func (e *errorJSON) streamError() *openai.StreamError {
+func (e *errorJSON) streamError() *transport.StreamError {
 	if e == nil {
-		return &openai.StreamError{Message: "error event without an error object"}
+		return &transport.StreamError{Message: "error event without an error object"}
 	}
-	return &openai.StreamError{Message: e.Message, Type: e.Type}
+	return &transport.StreamError{Message: e.Message, Type: e.Type}
 }
 
 // eventJSON is any stream event's data.

@@ -1,13 +1,14 @@
 // Package anthropic drives servers that speak the Anthropic Messages API
 // (streamed POST /v1/messages) and measures each request with the same
-// definitions as engine/openai: it is a Dialect of openai's client, so the
-// transport, arrival clocks, timeouts, retries, redaction and error classes
-// are shared, and only the wire format lives here.
+// definitions as engine/openai, its peer: both are a transport.Wire, so the
+// transport, arrival clocks, timeouts, retries, redaction, error classes,
+// calibration and /metrics are engine/transport's, and only the wire format
+// lives here.
 package anthropic
 
 import (
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 )
 
 // Version is the anthropic-version header sent unless the target's headers
@@ -20,24 +21,23 @@ const DefaultMaxTokens = 4096
 
 // Client is a Messages API target. Calibration counts tokens with POST
 // /v1/messages/count_tokens when the server has it (then /tokenize, then a
-// one-token probe request), as openai.Client.CountTokens does.
+// one-token probe request): transport.Client.CountTokens.
 type Client struct {
-	*openai.Client
+	*transport.Client
 }
 
 var _ measure.Client = (*Client)(nil)
 
-// New builds a client; cfg is openai's (base URL, key, headers, timeouts,
-// pool), its Dialect is set here. The API key goes in x-api-key.
-func New(cfg openai.Config) (*Client, error) {
+// New builds a client from the transport's config (base URL, key, headers,
+// body fields, timeouts, pool). The API key goes in x-api-key.
+func New(cfg transport.Config) (*Client, error) {
 	version := Version
 	for k, v := range cfg.Headers {
 		if equalFold(k, "anthropic-version") {
 			version = v
 		}
 	}
-	cfg.Dialect = dialect{version: version}
-	c, err := openai.New(cfg)
+	c, err := transport.New(cfg, wire{version: version})
 	if err != nil {
 		return nil, err
 	}

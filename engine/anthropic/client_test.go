@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 )
 
 const testSecret = "sk-ant-test-SECRET-0123456789"
@@ -78,7 +78,7 @@ func scripted(t *testing.T, pieces []string, seen chan<- http.Header) *httptest.
 
 func newClient(t *testing.T, base string) *Client {
 	t.Helper()
-	c, err := New(openai.Config{BaseURL: base, APIKey: testSecret, TotalTimeout: 30 * time.Second})
+	c, err := New(transport.Config{BaseURL: base, APIKey: testSecret, TotalTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestCalibrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cal.Method != openai.MethodCountTokens || cal.Tokens < 196 || cal.Tokens > 204 {
+	if cal.Method != transport.MethodCountTokens || cal.Tokens < 196 || cal.Tokens > 204 {
 		t.Errorf("calibration %+v, want about 200 tokens by count_tokens", cal)
 	}
 
@@ -347,7 +347,7 @@ func TestCalibrate(t *testing.T) {
 	}))
 	defer probe.Close()
 	cal, err = newClient(t, probe.URL).Calibrate(context.Background(), 100, 1, measure.CalibrateOptions{})
-	if cal.Method != openai.MethodProbe {
+	if cal.Method != transport.MethodProbe {
 		t.Errorf("calibration %+v (%v), want the probe", cal, err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 )
 
 // wireEvent is one SSE event at its arrival time (ms).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/stats"
@@ -55,7 +56,7 @@ func (agentKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 		c.mu.Lock()
 		st.Tasks++
 		c.mu.Unlock()
-		task := openai.SyntheticPrompt(seed, i*scenarios.MaxAgentSteps, c.words, "")
+		task := transport.SyntheticPrompt(seed, i*scenarios.MaxAgentSteps, c.words, "")
 		history := []measure.Message{{Role: "user", Content: task}}
 		began := time.Now()
 		for step := 1; ; step++ {
@@ -101,7 +102,7 @@ func (agentKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 			history = append(history, measure.Message{Role: "assistant", Content: res.Reply.Content, ToolCalls: calls})
 			for k, call := range calls {
 				wait = max(wait, drawMS(cv.ToolLatencyMS, rng))
-				result := openai.SyntheticPrompt(seed, i*scenarios.MaxAgentSteps*openai.MaxToolCalls+step*openai.MaxToolCalls+k, resultWords, "")
+				result := transport.SyntheticPrompt(seed, i*scenarios.MaxAgentSteps*openai.MaxToolCalls+step*openai.MaxToolCalls+k, resultWords, "")
 				history = append(history, measure.Message{Role: "tool", ToolCallID: call.ID, Content: result})
 			}
 			if cv.ToolLatencyMS != nil {

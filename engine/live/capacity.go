@@ -10,7 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -260,7 +260,7 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 		plan.Concurrency = int(v)
 	}
 	// Probes are not shards' figures: no histograms kept.
-	pt := fold.NewPoint(fold.Options{PromptTolerance: openai.CalibrationTolerance}, p.SLO.Limits)
+	pt := fold.NewPoint(fold.Options{PromptTolerance: transport.CalibrationTolerance}, p.SLO.Limits)
 	var mu sync.Mutex
 	var recs []record
 	unfinished := 0

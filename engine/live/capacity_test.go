@@ -168,7 +168,7 @@ phases:
 			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 			defer cancel()
 			started := time.Now()
-			r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI})
+			r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ phases:
 `, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI})
+	r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI()})
 	if err != nil {
 		t.Fatal(err)
 	}

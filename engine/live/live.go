@@ -1,6 +1,7 @@
 // Package live is the executor for live targets: any OpenAI-compatible
 // server (kind openai), tollgate's embedded simulator (kind embedded), or
-// a Messages API server (kind anthropic), each through its Protocol.
+// another wire protocol's server (e.g. kind anthropic), each through the
+// Protocol its engine.Drivers entry names.
 // Each phase kind lives in its own file and is registered in kinds.go
 // (PhaseKind says what else a new kind touches); the
 // shape that gates are checked against comes from running the very same
@@ -20,11 +21,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/anthropic"
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -54,8 +55,8 @@ type Options struct {
 	MaxLoadSamples int
 	// Shard, when set, makes this run one shard of a sharded run (shard.go).
 	Shard *Shard
-	// Protocol is the wire protocol the target speaks (OpenAI, Anthropic);
-	// engine.Drivers names it for each target kind. Required.
+	// Protocol is the wire protocol the target speaks; engine.Drivers
+	// names it for each target kind. Required.
 	Protocol Protocol
 }
 
@@ -109,46 +110,47 @@ func (s clientSender) scrapeMetrics(ctx context.Context) (measure.Scrape, error)
 	return s.c.ScrapeMetrics(ctx)
 }
 
-// Connect is what a protocol's client is built from.
-type Connect struct {
-	BaseURL string
-	APIKey  string
-	// Secrets are further values to redact from every message.
-	Secrets []string
-	Target  *scenarios.OpenAITarget
-	// MaxConns sizes the keep-alive pool.
-	MaxConns int
+// Protocol is a wire protocol as the live executor needs it: how to build
+// its client and what its answers can hold. Which protocol a target kind
+// speaks is its entry in engine.Drivers, the one registry of target kinds.
+//
+// A new wire protocol is its package (a transport.Wire and a New building
+// its client; engine/openai and engine/anthropic are peers over
+// engine/transport), its kind's entry in engine.Drivers with the Protocol
+// it speaks, its kind's name in report/kinds.go, and its Kind constant and
+// entry in scenarios.LiveKinds (scenarios/targetkinds.go: the endpoints it has, whether
+// conversations run on it), and the kind in schema/scenario.schema.json.
+type Protocol struct {
+	// Client builds the protocol's client over the shared transport.
+	Client func(transport.Config) (measure.Client, error)
+	// UncountedReasoning: its usage counts no reasoning tokens apart (the
+	// Messages API), so the shape's placeholders have no such count.
+	UncountedReasoning bool
 }
 
-// Protocol builds a wire protocol's client. Which protocol a target kind
-// speaks is in engine.Drivers, the one registry of target kinds.
-//
-// A new wire protocol is its package (a measure.Client; engine/anthropic
-// is an openai.Dialect over the shared transport), a constructor here
-// beside OpenAI and Anthropic, and a liveDriver entry in engine.Drivers
-// under its target kind. Its kind also needs what any target kind does
-// (see engine.Driver), the checks that say which endpoints and phase
-// kinds it supports (scenarios: check.go, sessions.go), the placeholder
-// differences of its shape, keyed by target kind (shape.go), and, when it
-// runs on the embedded simulator, the kind kept in decorate (engine.go).
-type Protocol func(Connect) (measure.Client, error)
+// ClientOf adapts a protocol package's New to Protocol.Client.
+func ClientOf[C measure.Client](build func(transport.Config) (C, error)) func(transport.Config) (measure.Client, error) {
+	return func(cfg transport.Config) (measure.Client, error) {
+		c, err := build(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
 
 // OpenAI is the OpenAI wire format (chat, completions), spoken by the
 // openai and embedded kinds.
-func OpenAI(c Connect) (measure.Client, error) { return openai.New(openaiConfig(c)) }
+func OpenAI() Protocol { return Protocol{Client: ClientOf(openai.New)} }
 
-// Anthropic is the Messages API, over the same transport.
-func Anthropic(c Connect) (measure.Client, error) { return anthropic.New(openaiConfig(c)) }
-
-// openaiConfig is the transport configuration every protocol shares.
-func openaiConfig(c Connect) openai.Config {
-	cfg := c.Target
-	return openai.Config{
-		Secrets: c.Secrets,
-		BaseURL: c.BaseURL, APIKey: c.APIKey, Headers: cfg.Headers, ExtraBody: cfg.Body,
+// transportConfig is the transport configuration every protocol shares.
+func transportConfig(cfg *scenarios.OpenAITarget, baseURL, apiKey string, secrets []string, maxConns int) transport.Config {
+	return transport.Config{
+		Secrets: secrets,
+		BaseURL: baseURL, APIKey: apiKey, Headers: cfg.Headers, ExtraBody: cfg.Body,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
 		IdleTimeout: cfg.Timeouts.Idle.Duration, TotalTimeout: cfg.Timeouts.Total.Duration,
-		CAFile: cfg.CAFile, MaxConns: c.MaxConns, MaxLineBytes: int(cfg.MaxLineBytes),
+		CAFile: cfg.CAFile, MaxConns: maxConns, MaxLineBytes: int(cfg.MaxLineBytes),
 		FollowRedirects: cfg.FollowRedirects,
 		UserspaceClock:  cfg.ArrivalClock == "read",
 	}
@@ -197,10 +199,10 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 			secrets = append(secrets, v)
 		}
 	}
-	if opts.Protocol == nil {
+	if opts.Protocol.Client == nil {
 		return out, fmt.Errorf("target kind %q speaks no known protocol", run.Target.Kind)
 	}
-	client, err := opts.Protocol(Connect{BaseURL: baseURL, APIKey: apiKey, Secrets: secrets, Target: cfg, MaxConns: poolSize(run.Phases)})
+	client, err := opts.Protocol.Client(transportConfig(cfg, baseURL, apiKey, secrets, poolSize(run.Phases)))
 	if err != nil {
 		return out, err
 	}
@@ -346,7 +348,7 @@ func calibrated(p *scenarios.Phase) bool { return p.Prompt.Calibrate == nil || *
 func (r *runner) synthetic(ctx context.Context, p *scenarios.Phase, ph *report.Phase, target, index int, name string) (string, error) {
 	seed := r.seed(p)
 	if !calibrated(p) {
-		return openai.SyntheticPrompt(seed, index, max(1, target*3/4), ""), nil
+		return transport.SyntheticPrompt(seed, index, max(1, target*3/4), ""), nil
 	}
 	c, err := r.send.calibrate(ctx, target, seed, measure.CalibrateOptions{Model: r.model, Index: index})
 	if err != nil && c.Prompt == "" {

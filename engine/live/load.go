@@ -10,7 +10,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -281,7 +281,7 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 	var prefixes []string
 	if sp := p.Shared; sp.Groups > 0 {
 		for g := 0; g < sp.Groups; g++ {
-			prefixes = append(prefixes, openai.SyntheticPrompt(seed, 3_000_000+g, words(sp.PrefixTokens), ""))
+			prefixes = append(prefixes, transport.SyntheticPrompt(seed, 3_000_000+g, words(sp.PrefixTokens), ""))
 		}
 	}
 	// shape draws request i's sizes; its prompt is made apart.
@@ -308,7 +308,7 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 		if prefix != "" {
 			tokens -= p.Shared.PrefixTokens
 		}
-		return openai.SyntheticPrompt(seed, i, words(tokens), prefix)
+		return transport.SyntheticPrompt(seed, i, words(tokens), prefix)
 	}
 	total := p.Requests.Count * points
 	if !calibrated(p) || total == 0 || total > maxCalibratedLoadPrompts || !cheapCount(method) {
@@ -360,7 +360,7 @@ const maxCalibratedLoadPrompts = 20_000
 // cheapCount reports whether a counting method costs no generation: a
 // probe is a completion per count, too dear to run per request.
 func cheapCount(method string) bool {
-	return method == openai.MethodCountTokens || method == openai.MethodTokenize || method == "shape"
+	return method == transport.MethodCountTokens || method == transport.MethodTokenize || method == "shape"
 }
 
 // draw samples a token count from a distribution, clamped to [min, max].

@@ -36,7 +36,7 @@ phases:
 `, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI, OpenFileLimit: func() uint64 { return tt.limit }})
+			r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI(), OpenFileLimit: func() uint64 { return tt.limit }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sort"
 
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -27,7 +27,7 @@ func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, p
 		if err != nil {
 			return err
 		}
-		suffix := openai.SyntheticPrompt(r.seed(p), 2_000_000+i, max(1, p.SuffixTokens*3/4), "")
+		suffix := transport.SyntheticPrompt(r.seed(p), 2_000_000+i, max(1, p.SuffixTokens*3/4), "")
 		plan.add(report.VariantFresh, i, sized(r.request(prompt, nil, p.MaxTokens), size, p))
 		plan.add(report.VariantIdentical, i, sized(r.request(prompt, nil, p.MaxTokens), size, p))
 		// The suffix is sized by words, not calibrated: only roughly suffix_tokens.

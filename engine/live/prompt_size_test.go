@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 )
 
@@ -65,7 +65,7 @@ phases:
 `, url), nil)
 			var mu sync.Mutex
 			var samples []report.RequestSample
-			r, err := Run(t.Context(), sc.Runs[0], Options{Protocol: OpenAI, SampleSink: func(s report.RequestSample) {
+			r, err := Run(t.Context(), sc.Runs[0], Options{Protocol: OpenAI(), SampleSink: func(s report.RequestSample) {
 				mu.Lock()
 				samples = append(samples, s)
 				mu.Unlock()
@@ -82,7 +82,7 @@ phases:
 				}
 				targets[s.TargetPromptTokens] = true
 				d := *s.PromptTokens - s.TargetPromptTokens
-				if d > openai.CalibrationTolerance(s.TargetPromptTokens) || -d > openai.CalibrationTolerance(s.TargetPromptTokens) {
+				if d > transport.CalibrationTolerance(s.TargetPromptTokens) || -d > transport.CalibrationTolerance(s.TargetPromptTokens) {
 					misses++
 				}
 			}

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -53,7 +53,7 @@ func (r *runner) newSlice() *fold.Slice {
 }
 
 func (r *runner) foldOptions() fold.Options {
-	return fold.Options{Histograms: r.opts.Shard != nil, PromptTolerance: openai.CalibrationTolerance}
+	return fold.Options{Histograms: r.opts.Shard != nil, PromptTolerance: transport.CalibrationTolerance}
 }
 
 // canceledByUs reports whether a request failed only because the run (an

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -35,7 +35,7 @@ func runFirst(t *testing.T, sc *scenarios.Scenario, env map[string]string) (*rep
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return Run(ctx, sc.Runs[0], Options{Protocol: OpenAI, Samples: true, LookupEnv: func(k string) (string, bool) {
+	return Run(ctx, sc.Runs[0], Options{Protocol: OpenAI(), Samples: true, LookupEnv: func(k string) (string, bool) {
 		v, ok := env[k]
 		return v, ok
 	}})
@@ -53,7 +53,7 @@ func TestQuickstartOnTheEmbeddedSimulator(t *testing.T) {
 	if r.Target.Model != "tollgate-sim" || r.Target.ModelSource != "first id from /v1/models" || r.Target.ReadyMS == nil {
 		t.Errorf("target %+v", r.Target)
 	}
-	for _, path := range openai.MetadataPaths() {
+	for _, path := range transport.MetadataPaths() {
 		if _, ok := r.Target.Metadata[path]; !ok {
 			t.Errorf("metadata %s missing", path)
 		}
@@ -98,7 +98,7 @@ func checkQuickstartPrefill(t *testing.T, pre *report.Phase) {
 		t.Error("TTFT must grow with the uncached prompt size")
 	}
 	for _, c := range pre.Calibration {
-		if d := c.Tokens - c.TargetTokens; d > openai.CalibrationTolerance(c.TargetTokens) || -d > openai.CalibrationTolerance(c.TargetTokens) {
+		if d := c.Tokens - c.TargetTokens; d > transport.CalibrationTolerance(c.TargetTokens) || -d > transport.CalibrationTolerance(c.TargetTokens) {
 			t.Errorf("%s calibrated to %d tokens for a target of %d", c.Request, c.Tokens, c.TargetTokens)
 		}
 		if c.Method != "count_tokens" {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -222,7 +222,7 @@ func (sessionsKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 				_ = think.Add(float64(d) / float64(time.Millisecond))
 				c.mu.Unlock()
 			}
-			user := openai.SyntheticPrompt(seed, i*scenarios.MaxConversationTurns+turn, c.words, "")
+			user := transport.SyntheticPrompt(seed, i*scenarios.MaxConversationTurns+turn, c.words, "")
 			history = append(history, measure.Message{Role: "user", Content: user})
 			req := r.request("", append([]measure.Message(nil), history...), p.MaxTokens)
 			req.Transcript = true

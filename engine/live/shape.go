@@ -18,7 +18,7 @@ import (
 // result shaped like the real one (a 1-token answer has no decode interval,
 // a non-streamed one no first token), so the keys a gate may read are
 // exactly the keys a real run fills.
-func Shape(run *scenarios.Run, samples bool) *report.Run {
+func Shape(run *scenarios.Run, samples bool, protocol Protocol) *report.Run {
 	cfg := run.Target.OpenAI
 	one := 1.0
 	out := &report.Run{Phases: map[string]*report.Phase{}, PhaseOrder: []string{}}
@@ -30,7 +30,7 @@ func Shape(run *scenarios.Run, samples bool) *report.Run {
 	if cfg.ArrivalClock == "read" {
 		clock = measure.ArrivalRead
 	}
-	send := &shapeSender{clock: clock, serverTimings: !run.Target.Embedded(), reasoning: -1, anthropic: run.Target.Kind == scenarios.KindAnthropic}
+	send := &shapeSender{clock: clock, serverTimings: !run.Target.Embedded(), reasoning: -1, uncountedReasoning: protocol.UncountedReasoning}
 	if run.Target.Embedded() && cfg.Sim != nil {
 		send.reasoning = cfg.Sim.ReasoningTokens
 	}
@@ -50,9 +50,10 @@ type shapeSender struct {
 	// reasoning is the simulator's reasoning tokens; -1 for a live server,
 	// which may or may not reason.
 	reasoning int
-	// anthropic: the Messages API, which counts no thinking tokens.
-	anthropic bool
-	scrapes   int
+	// uncountedReasoning: the protocol's usage counts no reasoning tokens
+	// (Protocol.UncountedReasoning).
+	uncountedReasoning bool
+	scrapes            int
 }
 
 // placeholder is a successful result for req with every value the real
@@ -101,8 +102,8 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 
 // timeline is a successful answer of completion tokens, reasoning of them
 // (at most) on the reasoning channel first, the rest answer text or, for a
-// tool call, its arguments: counted by the server's usage (the Messages
-// API counts no thinking tokens apart), a prompt with some of it cached,
+// tool call, its arguments: counted by the server's usage (reasoning apart
+// unless the protocol's usage does not count it), a prompt with some of it cached,
 // and, streamed, at most two token events per channel a millisecond apart
 // (enough for every interval; the counts come from the usage).
 func (s *shapeSender) timeline(req measure.Request, completion, reasoning int, tools bool) *measure.Timeline {
@@ -111,7 +112,7 @@ func (s *shapeSender) timeline(req measure.Request, completion, reasoning int, t
 	tl := &measure.Timeline{Body: measure.BodyJSON, Headers: ms, HeadersSet: true, End: ms, UsageSeen: true, FinishReason: "length",
 		Usage: measure.Usage{Source: measure.SourceUsage, Prompt: 2, Completion: completion, Cached: 1,
 			PromptSet: true, CompletionSet: true, CachedSet: true}}
-	if !s.anthropic {
+	if !s.uncountedReasoning {
 		tl.Usage.Reasoning, tl.Usage.ReasonSet = reasoning, true
 	}
 	answer := completion - reasoning

@@ -3,8 +3,9 @@
 // classified (ErrorClass, Error), the Timeline a protocol records and the
 // one Derive that computes every per-request metric from it, and the Client
 // a wire protocol implements. engine/openai and engine/anthropic are such
-// protocols; a new one is its package plus its entries in engine.Drivers
-// and live's protocols (see engine/live/live.go for the rest it touches).
+// protocols, peers over engine/transport (a transport.Wire each); a new one
+// is its package plus its kind's entries in engine.Drivers (the
+// live.Protocol it speaks) and scenarios.LiveKinds (see live.Protocol).
 package measure
 
 import (

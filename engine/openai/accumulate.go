@@ -1,32 +1,12 @@
-// Package openai drives OpenAI-compatible servers (vLLM, SGLang, llama.cpp,
-// FreeToken, Ollama, ...) and measures each request at the client boundary,
-// with the metric definitions of DESIGN.md.
 package openai
 
 import (
 	"bytes"
-	"fmt"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 )
-
-// StreamError is an error the server reported inside the stream, as a
-// {"error": {...}} data line, {"object": "error", ...} or "event: error".
-type StreamError struct {
-	Message string `json:"message"`
-	Type    string `json:"type,omitempty"`
-	Code    string `json:"code,omitempty"`
-}
-
-func (e *StreamError) Error() string {
-	s := "server error event: " + e.Message
-	if e.Type != "" || e.Code != "" {
-		s += fmt.Sprintf(" (type %q, code %q)", e.Type, e.Code)
-	}
-	return s
-}
 
 // Accumulator records the SSE events of one streamed request into a
 // measure.Timeline; measure.Derive turns it into Metrics. Times are offsets

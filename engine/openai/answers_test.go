@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/engine/transport"
 )
 
 // TestAnswersThatAreNotAnswers: a 200 that carries no token, or cannot be
@@ -150,12 +152,12 @@ func TestRedirects(t *testing.T) {
 	}{
 		{name: "302 on POST, default", code: 302},
 		{name: "307 same origin, default", code: 307},
-		{name: "302 same origin, same_origin (would become a GET)", policy: FollowSameOrigin, code: 302},
-		{name: "303 same origin, same_origin", policy: FollowSameOrigin, code: 303},
-		{name: "307 same origin, same_origin", policy: FollowSameOrigin, code: 307, ok: true},
-		{name: "308 same origin, same_origin", policy: FollowSameOrigin, code: 308, ok: true},
-		{name: "307 to another origin, same_origin", policy: FollowSameOrigin, code: 307, to: "other"},
-		{name: "307 loop, same_origin", policy: FollowSameOrigin, code: 307, to: "loop"},
+		{name: "302 same origin, same_origin (would become a GET)", policy: transport.FollowSameOrigin, code: 302},
+		{name: "303 same origin, same_origin", policy: transport.FollowSameOrigin, code: 303},
+		{name: "307 same origin, same_origin", policy: transport.FollowSameOrigin, code: 307, ok: true},
+		{name: "308 same origin, same_origin", policy: transport.FollowSameOrigin, code: 308, ok: true},
+		{name: "307 to another origin, same_origin", policy: transport.FollowSameOrigin, code: 307, to: "other"},
+		{name: "307 loop, same_origin", policy: transport.FollowSameOrigin, code: 307, to: "loop"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

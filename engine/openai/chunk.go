@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 )
 
 // chunkInfo is everything accounting needs from one streamed JSON chunk.
@@ -72,12 +73,6 @@ func (c *chunkInfo) check() error {
 	return c.checkReasoning()
 }
 
-// ErrBadCount marks a count from the server that no count can be: negative,
-// fractional, not a number, absurdly large, or more cached than prompt
-// tokens. Such a request is a protocol error, never a success: the value
-// would also make the report fail its own schema and lose every measurement.
-var ErrBadCount = errors.New("invalid count from the server")
-
 // maxCount bounds a token count: far above any context window, and exact in
 // a float64 so that sums and means stay integers.
 const maxCount = 1 << 40
@@ -97,7 +92,7 @@ func parseCount(field string, raw json.RawMessage) (n int, set bool, err error) 
 	// An integral value written as a float (12.0, 1e3) is still a count.
 	f, perr := strconv.ParseFloat(v, 64)
 	if perr != nil || v[0] == '"' || f != math.Trunc(f) || f < 0 || f > maxCount {
-		return 0, false, fmt.Errorf("%w: %s is %s", ErrBadCount, field, snippet(raw, 40))
+		return 0, false, fmt.Errorf("%w: %s is %s", ErrBadCount, field, transport.Snippet(raw, 40))
 	}
 	return int(f), true, nil
 }
@@ -608,7 +603,7 @@ type slowChunk struct {
 func parseChunkSlow(data []byte, ci *chunkInfo) error {
 	var c slowChunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return fmt.Errorf("decode chunk %q: %w", snippet(data, 120), err)
+		return fmt.Errorf("decode chunk %q: %w", transport.Snippet(data, 120), err)
 	}
 	for _, ch := range c.Choices {
 		if d := ch.Delta; d != nil {
@@ -688,7 +683,7 @@ func decodeStreamError(raw []byte) *StreamError {
 			se.Code = s
 		}
 		if se.Message == "" {
-			se.Message = snippet(raw, 512)
+			se.Message = transport.Snippet(raw, 512)
 		}
 		return se
 	}
@@ -696,17 +691,5 @@ func decodeStreamError(raw []byte) *StreamError {
 	if json.Unmarshal(raw, &s) == nil {
 		return &StreamError{Message: s}
 	}
-	return &StreamError{Message: snippet(raw, 512)}
-}
-
-// snippet returns at most n bytes of b as text, cut on a rune boundary.
-func snippet(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(b[cut]) {
-		cut--
-	}
-	return string(b[:cut]) + "…"
+	return &StreamError{Message: transport.Snippet(raw, 512)}
 }

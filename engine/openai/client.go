@@ -1,311 +1,89 @@
+// Package openai speaks the OpenAI wire format (streamed chat and
+// completions) to OpenAI-compatible servers (vLLM, SGLang, llama.cpp,
+// FreeToken, Ollama, ...): it builds the requests and records each answer
+// into a measure.Timeline. The transport (connections, clocks, timeouts,
+// retries, errors, calibration, metadata, /metrics) is engine/transport's.
 package openai
 
 import (
-	"bytes"
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"net"
 	"net/http"
-	"net/http/httptrace"
-	"net/url"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
-	"github.com/tollgate-dev/tollgate/internal/redact"
+	"github.com/tollgate-dev/tollgate/engine/transport"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 )
 
-// Defaults applied by New when a Config field is zero.
-const (
-	DefaultReadBufferBytes = 64 << 10
-	DefaultMaxConns        = 64
-	DefaultConnectTimeout  = 10 * time.Second
-	// errorSnippetBytes caps the response body quoted in an http_status error.
-	errorSnippetBytes = 512
-	// metadataBytes caps what Metadata keeps per endpoint.
-	metadataBytes = 64 << 10
-	// jsonBodyBytes caps a non-streamed response body.
-	jsonBodyBytes = 16 << 20
-)
+// Config is the transport's: base URL, key, headers, body fields,
+// timeouts, pool.
+type Config = transport.Config
 
-// Config describes one OpenAI-compatible target.
-type Config struct {
-	// BaseURL is the server root, e.g. http://127.0.0.1:8000 (a trailing /v1
-	// is accepted and dropped; paths are added as /v1/...).
-	BaseURL string
-	// APIKey is the key's value (the caller reads it from the environment);
-	// sent as "Authorization: Bearer ...", never reported.
-	APIKey string
-	// Headers are sent with every request (e.g. X-Meshnet-Session).
-	Headers map[string]string
-	// ExtraBody is deep-merged into every request body after the defaults; a
-	// key set to nil removes that default.
-	ExtraBody map[string]any
-
-	ConnectTimeout    time.Duration // TCP+TLS connect; DefaultConnectTimeout when 0
-	FirstTokenTimeout time.Duration // request start → first token event; 0: none
-	IdleTimeout       time.Duration // max gap between events after the first token; 0: none
-	TotalTimeout      time.Duration // whole request; 0: none
-
-	// CAFile is a PEM bundle trusted in addition to the system roots.
-	// Certificate verification is never disabled.
-	CAFile string
-	// MaxConns sizes the keep-alive pool; set it to the run's concurrency.
-	MaxConns int
-	// ReadBufferBytes is the socket read size (DefaultReadBufferBytes when 0).
-	ReadBufferBytes int
-	// MaxLineBytes caps one SSE line (sse.DefaultMaxLineBytes when 0).
-	MaxLineBytes int
-	// Secrets are further values (e.g. of headers marked secret) redacted
-	// from every message, like the API key.
-	Secrets []string
-	// UserspaceClock times arrivals when reads return instead of with the
-	// kernel's receive timestamps (SO_TIMESTAMPNS, Linux), e.g. to compare.
-	UserspaceClock bool
-	// NoStaleRetry turns off the one retry, on a fresh connection, of a
-	// request whose reused connection failed before any response byte; such
-	// a failure is then a stale_connection error.
-	NoStaleRetry bool
-	// FollowRedirects is FollowNever (default) or FollowSameOrigin.
-	FollowRedirects string
-	// Dialect, when set, speaks another wire protocol over this client's
-	// transport, clocks and error classes (dialect.go); nil: OpenAI.
-	Dialect Dialect
-}
-
-// Redirect policies for Config.FollowRedirects.
-const (
-	FollowNever      = "never"
-	FollowSameOrigin = "same_origin"
-)
-
-// Client talks to one target. It is safe for concurrent use.
+// Client is an OpenAI-compatible target.
 type Client struct {
-	cfg     Config
-	base    string
-	http    *http.Client
-	secrets *redact.Redactor
-	bufs    sync.Pool
-
-	mu           sync.Mutex
-	countMethod  string // the CountTokens method that last worked
-	tokenizeForm int    // the /tokenize body form that last worked
-	// unresponsive are counting methods whose count did not grow with the
-	// text (seen: a /tokenize form the server ignores); never tried again.
-	unresponsive map[string]string
+	*transport.Client
 }
 
-// New validates cfg and builds a client with its own connection pool.
+var _ measure.Client = (*Client)(nil)
+
+// New builds a client; the API key goes in "Authorization: Bearer".
 func New(cfg Config) (*Client, error) {
-	u, err := url.Parse(strings.TrimSpace(cfg.BaseURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: base URL %q must be http(s)://host[:port]", redact.URL(cfg.BaseURL))
-	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
-	u.RawQuery, u.Fragment = "", ""
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
-	}
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = DefaultMaxConns
-	}
-	if cfg.ReadBufferBytes <= 0 {
-		cfg.ReadBufferBytes = DefaultReadBufferBytes
-	}
-	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("openai: read CA file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("openai: CA file %s holds no PEM certificate", cfg.CAFile)
-		}
-		tlsConf.RootCAs = pool
-	}
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	dial := dialer.DialContext
-	if !cfg.UserspaceClock {
-		dial = kernelTimestampDialer(dial)
-	}
-	dial = hintDialer(dial)
-	tr := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         dial,
-		TLSClientConfig:     tlsConf,
-		TLSHandshakeTimeout: cfg.ConnectTimeout,
-		MaxIdleConns:        cfg.MaxConns,
-		MaxIdleConnsPerHost: cfg.MaxConns,
-		IdleConnTimeout:     90 * time.Second,
-		// gzip would buffer the stream and hide arrival times.
-		DisableCompression: true,
-		ReadBufferSize:     cfg.ReadBufferBytes,
-		WriteBufferSize:    32 << 10,
-	}
-	c := &Client{
-		cfg:  cfg,
-		base: u.String(),
-		http: &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
-	}
-	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
-	secrets := append([]string{cfg.APIKey}, cfg.Secrets...)
-	secrets = append(secrets, redact.URLSecrets(cfg.BaseURL)...)
-	for k, v := range cfg.Headers {
-		if redact.IsSecretHeader(k, nil) {
-			secrets = append(secrets, v)
-		}
-	}
-	c.secrets = redact.New(secrets...)
-	return c, nil
-}
-
-// maxRedirects bounds a same-origin redirect chain.
-const maxRedirects = 5
-
-// checkRedirect follows only what the policy allows; anything else returns
-// the 3xx itself, which Stream classifies as a redirect error. Go changes a
-// POST into a GET on 301/302/303: that is never followed, a generation
-// request sent as a GET measures nothing.
-func checkRedirect(policy string) func(req *http.Request, via []*http.Request) error {
-	return func(req *http.Request, via []*http.Request) error {
-		first := via[0]
-		if policy != FollowSameOrigin || len(via) > maxRedirects || req.Method != first.Method ||
-			req.URL.Scheme != first.URL.Scheme || req.URL.Host != first.URL.Host {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}
-}
-
-// safeLocation is a redirect target fit for a message: no userinfo, no
-// query or fragment (they may hold tokens).
-func safeLocation(resp *http.Response) string {
-	loc := resp.Header.Get("Location")
-	u, err := resp.Request.URL.Parse(loc)
+	c, err := transport.New(cfg, wire{})
 	if err != nil {
-		return "an unparsable Location"
+		return nil, err
 	}
-	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
-	return u.String()
+	return &Client{c}, nil
 }
 
-// AuxTimeout bounds metadata, metrics and token-count calls (a shorter total
-// timeout bounds them more): a server that never answers them must not hang
-// a run, and the default total (30m) is sized for generation, not for these.
-const AuxTimeout = 30 * time.Second
+// wire is the OpenAI format's side of a request (transport.Wire).
+type wire struct{}
 
-func (c *Client) auxTimeout() time.Duration {
-	if c.cfg.TotalTimeout > 0 {
-		return min(c.cfg.TotalTimeout, AuxTimeout)
+func (wire) Name() string { return "openai" }
+
+func (wire) Header(h http.Header, apiKey string) {
+	if apiKey != "" {
+		h.Set("Authorization", "Bearer "+apiKey)
 	}
-	return AuxTimeout
 }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
-
-// redact removes secret values from text that may reach a report or log.
-func (c *Client) redact(s string) string { return c.secrets.String(s) }
-
-// newRequest builds a request with auth and configured headers.
-func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
+// NewStream reads a stream with an Accumulator and, when req asks for its
+// transcript, keeps the reply.
+func (wire) NewStream(req Request) transport.Stream {
+	s := &stream{}
+	s.acc.Reset(req.MaxTokens)
+	if req.Transcript {
+		s.tr = &transcript{}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
-	if err != nil {
-		return nil, fmt.Errorf("openai: build request: %w", err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if c.cfg.Dialect != nil {
-		c.cfg.Dialect.Header(req.Header, c.cfg.APIKey)
-	} else if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	for k, v := range c.cfg.Headers {
-		req.Header.Set(k, v)
-	}
-	return req, nil
+	return s
 }
 
-// Causes set on the request context so a failed read can be classified.
-var (
-	errFirstToken = errors.New("first-token timeout")
-	errIdle       = errors.New("idle timeout")
-	errTotal      = errors.New("total timeout")
-)
-
-func (c *Client) fail(class ErrorClass, status int, msg string, cause error) *Error {
-	return &Error{Class: class, Status: status, Message: c.redact(msg), Cause: cause, Protocol: c.protocol()}
+// stream is one streamed answer: its accounting and, if asked, its reply.
+type stream struct {
+	acc Accumulator
+	tr  *transcript
 }
 
-// classify maps a transport error to a class, looking first at why the
-// request context ended.
-func (c *Client) classify(ctx context.Context, err error, during string) *Error {
-	if ctx.Err() != nil {
-		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, errFirstToken):
-			return c.fail(ClassTimeoutFirstToken, 0, fmt.Sprintf("no token within %s", c.cfg.FirstTokenTimeout), cause)
-		case errors.Is(cause, errIdle):
-			return c.fail(ClassTimeoutIdle, 0, fmt.Sprintf("no event for %s", c.cfg.IdleTimeout), cause)
-		case errors.Is(cause, errTotal):
-			return c.fail(ClassTimeoutTotal, 0, fmt.Sprintf("request exceeded %s", c.cfg.TotalTimeout), cause)
-		default:
-			return c.fail(ClassCanceled, 0, during+": "+cause.Error(), cause)
-		}
+func (s *stream) Event(ev *sse.Event) error {
+	if err := s.acc.Event(ev); err != nil {
+		return err
 	}
-	var stale *staleError
-	if errors.As(err, &stale) {
-		if stale.retry == nil {
-			return c.fail(ClassStaleConnection, 0, during+": "+err.Error(), err)
-		}
-		during += " (after a stale-connection retry)"
+	if s.tr != nil {
+		return s.tr.event(ev)
 	}
-	var opErr *net.OpError
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var recErr tls.RecordHeaderError
-	var unkCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	switch {
-	case errors.As(err, &opErr) && opErr.Op == "dial",
-		errors.As(err, &dnsErr), errors.As(err, &certErr), errors.As(err, &recErr),
-		errors.As(err, &unkCA), errors.As(err, &hostErr):
-		return c.fail(ClassConnect, 0, err.Error(), err)
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE):
-		return c.fail(ClassReset, 0, during+": "+err.Error(), err)
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() && during == "connect" {
-		return c.fail(ClassConnect, 0, err.Error(), err)
-	}
-	return c.fail(ClassReset, 0, during+": "+err.Error(), err)
+	return nil
 }
 
-// buildBody assembles the JSON body: defaults, then Config.ExtraBody, then
-// Request.ExtraBody, then the request's own fields.
-func (c *Client) buildBody(req Request) (path string, body []byte, err error) {
+func (s *stream) Timeline() *measure.Timeline { return &s.acc.tl }
+
+func (s *stream) End(res *Result) {
+	if s.tr != nil {
+		res.Reply = s.tr.reply()
+	}
+}
+
+// Body assembles the JSON body: defaults, then the target's body fields
+// (extra), then Request.ExtraBody, then the request's own fields.
+func (wire) Body(req Request, extra map[string]any) (path string, body []byte, err error) {
 	b := map[string]any{
 		"temperature": 0,
 		"top_p":       1,
@@ -319,8 +97,8 @@ func (c *Client) buildBody(req Request) (path string, body []byte, err error) {
 		// vLLM rejects stream_options on non-streamed requests.
 		b["stream_options"] = map[string]any{"include_usage": true}
 	}
-	mergeBody(b, c.cfg.ExtraBody)
-	mergeBody(b, req.ExtraBody)
+	transport.MergeBody(b, extra)
+	transport.MergeBody(b, req.ExtraBody)
 	if req.Model != "" {
 		b["model"] = req.Model
 	}
@@ -347,296 +125,6 @@ func (c *Client) buildBody(req Request) (path string, body []byte, err error) {
 	return path, body, nil
 }
 
-// mergeBody deep-merges src into dst: nested maps merge, nil deletes, other
-// values replace. src is never aliased, so later merges cannot mutate it.
-func mergeBody(dst, src map[string]any) {
-	for k, v := range src {
-		if v == nil {
-			delete(dst, k)
-			continue
-		}
-		if sm, ok := v.(map[string]any); ok {
-			dm, ok := dst[k].(map[string]any)
-			if !ok {
-				dm = map[string]any{}
-			} else {
-				dm = cloneMap(dm)
-			}
-			mergeBody(dm, sm)
-			dst[k] = dm
-			continue
-		}
-		dst[k] = v
-	}
-}
-
-func cloneMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if mm, ok := v.(map[string]any); ok {
-			v = cloneMap(mm)
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// Stream sends one generation request and measures it. The returned error is
-// Result.Err (nil on success); Result holds whatever was measured either way.
-func (c *Client) Stream(ctx context.Context, req Request) (res Result, err error) {
-	path, body, err := c.body(req)
-	if err != nil {
-		res.Err = c.fail(ClassProtocol, 0, err.Error(), err)
-		return res, res.Err
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if c.cfg.TotalTimeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeoutCause(ctx, c.cfg.TotalTimeout, errTotal)
-		defer cancelT()
-	}
-
-	acc := c.newStreamAccumulator(req.MaxTokens)
-	tl := acc.Timeline()
-	var staleRetries atomic.Int32
-	defer func() {
-		res.StaleConnectionRetries = int(staleRetries.Load())
-		res.TargetPromptTokens = req.TargetPromptTokens
-	}()
-	ctx = withStaleCounter(ctx, &staleRetries)
-	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
-	if err != nil {
-		res.Err = c.fail(ClassProtocol, 0, err.Error(), err)
-		return res, res.Err
-	}
-	var start time.Time
-	var firstByte time.Duration
-	// The trace hooks run on the transport's goroutines: conn is atomic.
-	var conn atomic.Pointer[tsConn]
-	var gotConn, wrote atomic.Bool
-	var headerClock Result // where the first byte's time came from (discarded)
-	// Connection and write times, as offsets from start in ns; the trace
-	// fires again for a stale-connection retry, so the last attempt wins.
-	var dialStart, dialDone, tlsStart, tlsDone, gotConnAt, wroteAt atomic.Int64
-	since := func() int64 { return int64(time.Since(start)) }
-	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		ConnectStart:      func(string, string) { dialStart.Store(since()) },
-		ConnectDone:       func(string, string, error) { dialDone.Store(since()) },
-		TLSHandshakeStart: func() { tlsStart.Store(since()) },
-		TLSHandshakeDone:  func(tls.ConnectionState, error) { tlsDone.Store(since()) },
-		GotConn: func(info httptrace.GotConnInfo) {
-			if !gotConn.Swap(true) && req.Connected != nil {
-				req.Connected()
-			}
-			conn.Store(tsConnOf(info.Conn))
-			if info.Reused {
-				dialStart.Store(0)
-				dialDone.Store(0)
-				tlsStart.Store(0)
-				tlsDone.Store(0)
-			}
-			gotConnAt.Store(since())
-		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			wrote.Store(true)
-			wroteAt.Store(since())
-		},
-		GotFirstResponseByte: func() { firstByte = arrival(conn.Load(), start, 0, &headerClock) },
-	}))
-	defer func() {
-		if !gotConn.Load() {
-			return
-		}
-		c := time.Duration(dialDone.Load()-dialStart.Load()) + time.Duration(tlsDone.Load()-tlsStart.Load())
-		res.ConnectMs = ptr(durMs(max(c, 0)))
-		if w := wroteAt.Load(); w > 0 {
-			res.RequestWriteMs = ptr(durMs(time.Duration(max(w-gotConnAt.Load(), 0))))
-		}
-	}()
-
-	var firstTimer *time.Timer
-	// A non-streamed answer has no first token: TotalTimeout bounds it.
-	if c.cfg.FirstTokenTimeout > 0 && req.Stream {
-		firstTimer = time.AfterFunc(c.cfg.FirstTokenTimeout, func() { cancel(errFirstToken) })
-		defer firstTimer.Stop()
-	}
-
-	start = time.Now()
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		during := "connect"
-		switch {
-		case wrote.Load():
-			during = "await response"
-		case gotConn.Load():
-			during = "send request"
-		}
-		res.Err = c.classify(ctx, err, during)
-		tl.End = time.Since(start)
-		res.Metrics = measure.Derive(tl)
-		return res, res.Err
-	}
-	defer resp.Body.Close()
-	if firstByte == 0 {
-		firstByte = time.Since(start)
-	}
-	tl.FirstByte(firstByte)
-	res.HTTPStatus = resp.StatusCode
-	// Until an answer body is read, a request has only what was measured.
-	noBody := func() Metrics {
-		tl.Body, tl.End = measure.BodyNone, time.Since(start)
-		return measure.Derive(tl)
-	}
-
-	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		res.Metrics = noBody()
-		msg := fmt.Sprintf("HTTP %d %s: redirect to %s not followed", resp.StatusCode, http.StatusText(resp.StatusCode), safeLocation(resp))
-		if c.cfg.FollowRedirects != FollowSameOrigin {
-			msg += " (follow_redirects: same_origin follows a 307/308 to the same origin)"
-		}
-		res.Err = c.fail(ClassRedirect, resp.StatusCode, msg, nil)
-		return res, res.Err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+1))
-		res.BytesReceived = int64(len(snip))
-		// No token figures for a refused request: only what was measured.
-		res.Metrics = noBody()
-		msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-		if s := strings.TrimSpace(snippet(snip, errorSnippetBytes)); s != "" {
-			msg += ": " + s
-		}
-		res.Err = c.fail(ClassHTTPStatus, resp.StatusCode, msg, nil)
-		res.Err.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		return res, res.Err
-	}
-
-	if err := checkBody(resp, req.Stream); err != nil {
-		res.Metrics = noBody()
-		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
-		return res, res.Err
-	}
-	if !req.Stream {
-		if firstTimer != nil {
-			firstTimer.Stop()
-		}
-		if c.cfg.Dialect != nil {
-			return c.readDialectJSON(ctx, resp, start, acc, res)
-		}
-		return c.readJSONBody(ctx, resp, start, acc, res, req.Transcript)
-	}
-
-	bufp := c.bufs.Get().(*[]byte)
-	defer c.bufs.Put(bufp)
-	buf := *bufp
-	parser := sse.NewParser(c.cfg.MaxLineBytes)
-
-	var idleTimer *time.Timer
-	defer func() {
-		if idleTimer != nil {
-			idleTimer.Stop()
-		}
-	}()
-	var streamErr error
-	var tr *transcript
-	// The transcript reads OpenAI chunks; another dialect keeps no reply.
-	if req.Transcript && c.cfg.Dialect == nil {
-		tr = &transcript{}
-		defer func() { res.Reply = tr.reply() }()
-	}
-	tl.Body = measure.BodyStream
-	emit := func(ev *sse.Event) error {
-		had := tl.TokenEvents()
-		if err := acc.Event(ev); err != nil {
-			return err
-		}
-		if tr != nil {
-			if err := tr.event(ev); err != nil {
-				return err
-			}
-		}
-		if had == 0 && tl.TokenEvents() > 0 {
-			// Prefill is over: switch from the first-token to the idle clock.
-			if firstTimer != nil {
-				firstTimer.Stop()
-			}
-			if c.cfg.IdleTimeout > 0 {
-				idleTimer = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errIdle) })
-			}
-		} else if idleTimer != nil {
-			idleTimer.Reset(c.cfg.IdleTimeout)
-		}
-		return nil
-	}
-	var last time.Duration
-	for {
-		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			// Timestamp before parsing: arrival time, not parse time.
-			last = arrival(conn.Load(), start, last, &res)
-			res.BytesReceived += int64(n)
-			if err := parser.Feed(buf[:n], last, emit); err != nil {
-				streamErr = err
-				break
-			}
-		}
-		if rerr == io.EOF {
-			if err := parser.Flush(last, emit); err != nil {
-				streamErr = err
-			}
-			break
-		}
-		if rerr != nil {
-			res.Err = c.classify(ctx, rerr, "read stream")
-			break
-		}
-	}
-	tl.End = time.Since(start)
-	tl.KeepAliveComments = parser.Comments()
-	res.Metrics = measure.Derive(tl)
-	if streamErr != nil && res.Err == nil {
-		res.Err = c.fail(ClassProtocol, 0, streamErr.Error(), streamErr)
-	}
-	if res.Err == nil && tl.TokenEvents() == 0 {
-		// Usage alone is not an answer: nothing was streamed to time.
-		err := fmt.Errorf("%w: the stream ended after %d bytes and %d events without a token event", ErrNoOutput, res.BytesReceived, res.SSEEvents)
-		if res.BytesReceived == 0 {
-			err = fmt.Errorf("%w: empty 200 body", ErrNoOutput)
-		}
-		res.Err = c.fail(ClassProtocol, resp.StatusCode, err.Error(), err)
-	}
-	if res.Err != nil {
-		return res, res.Err
-	}
-	return res, nil
-}
-
-// ErrNoOutput marks a 200 answer that carried no token: never a success.
-var ErrNoOutput = errors.New("no output")
-
-// ErrBadBody marks a 200 answer whose headers say it cannot be read as asked.
-var ErrBadBody = errors.New("unreadable response")
-
-// checkBody refuses, before reading, a 200 that cannot be the answer asked
-// for: a stream must be text/event-stream, a non-streamed answer JSON, and
-// neither may be encoded (tollgate asks for identity: compression would
-// hide arrival times).
-func checkBody(resp *http.Response, stream bool) error {
-	if enc := strings.TrimSpace(resp.Header.Get("Content-Encoding")); enc != "" && !strings.EqualFold(enc, "identity") {
-		return fmt.Errorf("%w: Content-Encoding %q was not asked for and is not decoded", ErrBadBody, enc)
-	}
-	raw := resp.Header.Get("Content-Type")
-	ct, _, _ := mime.ParseMediaType(raw)
-	switch {
-	case stream && ct != "text/event-stream":
-		return fmt.Errorf("%w: a streamed request was answered with Content-Type %q, want text/event-stream", ErrBadBody, raw)
-	case !stream && ct != "application/json" && !strings.HasSuffix(ct, "+json"):
-		return fmt.Errorf("%w: a non-streamed request was answered with Content-Type %q, want application/json", ErrBadBody, raw)
-	}
-	return nil
-}
-
 // nonStreamBody is the part of a non-streamed response we account.
 type nonStreamBody struct {
 	Choices []struct {
@@ -654,37 +142,18 @@ type nonStreamBody struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start time.Time, acc StreamAccumulator, res Result, keep bool) (Result, error) {
-	data, err := io.ReadAll(io.LimitReader(resp.Body, jsonBodyBytes))
-	res.BytesReceived = int64(len(data))
-	tl := acc.Timeline()
-	tl.Body, tl.End = measure.BodyJSON, time.Since(start)
-	// fail derives what was recorded so far beside the error.
-	fail := func(class ErrorClass, status int, msg string, cause error) (Result, error) {
-		res.Metrics = measure.Derive(tl)
-		res.Err = c.fail(class, status, msg, cause)
-		return res, res.Err
-	}
-	if err != nil {
-		tl.Body = measure.BodyNone
-		res.Metrics = measure.Derive(tl)
-		res.Err = c.classify(ctx, err, "read body")
-		return res, res.Err
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		tl.Body = measure.BodyNone
-		err := fmt.Errorf("%w: empty 200 body", ErrNoOutput)
-		return fail(ClassProtocol, resp.StatusCode, err.Error(), err)
-	}
+// DecodeJSON records a non-streamed answer: an undecodable body or an
+// error object reports no status, a bad count or an empty answer the
+// response's.
+func (wire) DecodeJSON(data []byte, status int, req Request, tl *measure.Timeline, res *Result) (int, error) {
 	var b nonStreamBody
 	if err := json.Unmarshal(data, &b); err != nil {
-		return fail(ClassProtocol, 0, fmt.Sprintf("decode response %q: %v", snippet(data, 200), err), err)
+		return 0, fmt.Errorf("decode response %q: %w", transport.Snippet(data, 200), err)
 	}
 	if len(b.Error) > 0 && string(b.Error) != "null" {
-		se := decodeStreamError(b.Error)
-		return fail(ClassProtocol, 0, se.Error(), se)
+		return 0, decodeStreamError(b.Error)
 	}
-	if keep {
+	if req.Transcript {
 		res.Reply = replyJSON(data)
 	}
 	for _, ch := range b.Choices {
@@ -705,9 +174,6 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 			tl.FinishReason = *ch.FinishReason
 		}
 	}
-	bad := func(err error) (Result, error) {
-		return fail(ClassProtocol, resp.StatusCode, err.Error(), err)
-	}
 	var timings *timingsJSON
 	if len(b.Timings) > 0 && string(b.Timings) != "null" {
 		var t timingsJSON
@@ -715,11 +181,11 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 			timings = &t
 			// Checked even beside usage, as the streamed path does.
 			if _, _, _, _, err := t.counts(); err != nil {
-				return bad(err)
+				return status, err
 			}
 			st, err := serverTimings(b.Timings)
 			if err != nil {
-				return bad(err)
+				return status, err
 			}
 			tl.Server = st
 		}
@@ -731,11 +197,11 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 			err = fmt.Errorf("%w: usage.prompt_tokens_details.cached_tokens %d exceeds usage.prompt_tokens %d", ErrBadCount, cached, prompt)
 		}
 		if err != nil {
-			return bad(err)
+			return status, err
 		}
 		reasoning, reasoningSet, err := b.Usage.reasoningCount()
 		if err != nil {
-			return bad(err)
+			return status, err
 		}
 		tl.UsageSeen = true
 		tl.Usage = measure.Usage{Source: SourceUsage, Prompt: prompt, Completion: compl, Cached: cached, Reasoning: reasoning,
@@ -743,7 +209,7 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 	case timings != nil:
 		promptN, predN, cacheN, cacheNSet, err := timings.counts()
 		if err != nil {
-			return bad(err)
+			return status, err
 		}
 		tl.Usage = timingsUsage(promptN, predN, cacheN, cacheNSet)
 	}
@@ -753,44 +219,8 @@ func (c *Client) readJSONBody(ctx context.Context, resp *http.Response, start ti
 			tools = true
 		}
 	}
-	res.Metrics = measure.Derive(tl)
-	if res.OutputTextBytes+res.ReasoningTextBytes == 0 && !tools && (res.CompletionTokens == nil || *res.CompletionTokens == 0) {
-		err := fmt.Errorf("%w: the answer has %d choices and no text, reasoning or tool call", ErrNoOutput, len(b.Choices))
-		return fail(ClassProtocol, resp.StatusCode, err.Error(), err)
+	if tl.OutputTextBytes+tl.ReasoningTextBytes == 0 && !tools && (!tl.Usage.CompletionSet || tl.Usage.Completion == 0) {
+		return status, fmt.Errorf("%w: the answer has %d choices and no text, reasoning or tool call", ErrNoOutput, len(b.Choices))
 	}
-	return res, nil
-}
-
-// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// arrival is when the bytes just read arrived, as an offset from start: the
-// kernel's receive time when the connection has it (immune to the client
-// being scheduled late), else now. It never runs backwards or past now.
-func arrival(conn *tsConn, start time.Time, prev time.Duration, res *Result) time.Duration {
-	now := time.Since(start)
-	if conn != nil {
-		if t, ok := conn.lastReceive(); ok {
-			// t carries no monotonic reading, so this difference is of wall
-			// clocks taken microseconds to milliseconds apart.
-			if k := t.Sub(start); k > 0 && k <= now {
-				res.ArrivalClock = ArrivalKernel
-				return max(k, prev)
-			}
-		}
-	}
-	res.ArrivalClock = ArrivalRead
-	return max(now, prev)
+	return 0, nil
 }

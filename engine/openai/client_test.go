@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 )
 
 const testSecret = "sk-test-SECRET-0123456789"
@@ -171,9 +171,8 @@ func TestRequestBodyDefaultsAndMerge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newClient(t, "http://127.0.0.1:1", func(c *Config) { c.ExtraBody = tt.cfgExtra })
 			tt.req.ExtraBody = tt.reqExtra
-			_, body, err := c.buildBody(tt.req)
+			_, body, err := wire{}.Body(tt.req, tt.cfgExtra)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,8 +190,7 @@ func TestRequestBodyDefaultsAndMerge(t *testing.T) {
 	}
 	// The config's ExtraBody must not be mutated by merging.
 	extra := map[string]any{"chat_template_kwargs": map[string]any{"foo": 1}}
-	c := newClient(t, "http://127.0.0.1:1", func(c *Config) { c.ExtraBody = extra })
-	_, _, _ = c.buildBody(chatReq(1))
+	_, _, _ = wire{}.Body(chatReq(1), extra)
 	if len(extra["chat_template_kwargs"].(map[string]any)) != 1 {
 		t.Fatal("ExtraBody was mutated")
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 )
 
 // A stream far longer than max_tokens allows is a protocol error, found

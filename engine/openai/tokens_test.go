@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/engine/transport"
 )
 
 // templateOverhead mimics a chat template's extra tokens.
@@ -40,9 +42,9 @@ func tokenServer(t *testing.T, method, tokenizeForm string, requests *atomic.Int
 		}
 		w.Header().Set("Content-Type", "application/json")
 		switch {
-		case method == MethodCountTokens && r.URL.Path == "/v1/messages/count_tokens":
+		case method == transport.MethodCountTokens && r.URL.Path == "/v1/messages/count_tokens":
 			fmt.Fprintf(w, `{"input_tokens":%d}`, wsCount(body.Messages))
-		case method == MethodTokenize && r.URL.Path == "/tokenize":
+		case method == transport.MethodTokenize && r.URL.Path == "/tokenize":
 			switch {
 			case tokenizeForm == "messages" && body.Messages != nil:
 				fmt.Fprintf(w, `{"count":%d,"max_model_len":32768,"tokens":[]}`, wsCount(body.Messages))
@@ -54,7 +56,7 @@ func tokenServer(t *testing.T, method, tokenizeForm string, requests *atomic.Int
 			default:
 				http.Error(w, `{"error":"unsupported form"}`, http.StatusBadRequest)
 			}
-		case method == MethodProbe && r.URL.Path == "/v1/chat/completions":
+		case method == transport.MethodProbe && r.URL.Path == "/v1/chat/completions":
 			fmt.Fprintf(w, `{"choices":[{"message":{"content":"x"},"finish_reason":"length"}],"usage":{"prompt_tokens":%d,"completion_tokens":1}}`,
 				wsCount(body.Messages))
 		default:
@@ -68,10 +70,10 @@ func TestCountTokensAndCalibrate(t *testing.T) {
 		name, method, form string
 		overhead           int
 	}{
-		{"count_tokens endpoint", MethodCountTokens, "", templateOverhead},
-		{"vLLM /tokenize with messages", MethodTokenize, "messages", templateOverhead},
-		{"llama.cpp /tokenize with content", MethodTokenize, "content", 0},
-		{"probe completion", MethodProbe, "", templateOverhead},
+		{"count_tokens endpoint", transport.MethodCountTokens, "", templateOverhead},
+		{"vLLM /tokenize with messages", transport.MethodTokenize, "messages", templateOverhead},
+		{"llama.cpp /tokenize with content", transport.MethodTokenize, "content", 0},
+		{"probe completion", transport.MethodProbe, "", templateOverhead},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +92,7 @@ func TestCountTokensAndCalibrate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("target %d: %v", target, err)
 				}
-				if d := cal.Tokens - target; d < -CalibrationTolerance(target) || d > CalibrationTolerance(target) {
+				if d := cal.Tokens - target; d < -transport.CalibrationTolerance(target) || d > transport.CalibrationTolerance(target) {
 					t.Fatalf("target %d: got %d tokens", target, cal.Tokens)
 				}
 				// The remembered method is tried first: one request per count.
@@ -110,7 +112,7 @@ func TestCountTokensAndCalibrate(t *testing.T) {
 
 func TestCalibrateImpossibleTarget(t *testing.T) {
 	var requests atomic.Int32
-	srv := tokenServer(t, MethodCountTokens, "", &requests)
+	srv := tokenServer(t, transport.MethodCountTokens, "", &requests)
 	defer srv.Close()
 	// Below the template overhead plus one word, no prompt can get within
 	// the 4-token tolerance.
@@ -126,59 +128,6 @@ func TestCountTokensAllFail(t *testing.T) {
 	_, _, err := newClient(t, srv.URL, nil).CountTokens(context.Background(), "m", []Message{{Role: "user", Content: "x"}})
 	if err == nil || !strings.Contains(err.Error(), "count_tokens") || !strings.Contains(err.Error(), "probe") {
 		t.Fatalf("want joined error naming each method, got %v", err)
-	}
-}
-
-func TestSyntheticPrompt(t *testing.T) {
-	seen := map[string]string{}
-	for _, seed := range []int64{1, 2, -7} {
-		for index := range 50 {
-			p := SyntheticPrompt(seed, index, 40, "")
-			if p != SyntheticPrompt(seed, index, 40, "") {
-				t.Fatal("not deterministic")
-			}
-			if n := len(strings.Fields(p)); n != 40 {
-				t.Fatalf("seed %d index %d: %d words", seed, index, n)
-			}
-			key := fmt.Sprint(seed, index)
-			if prev, dup := seen[p]; dup {
-				t.Fatalf("(%s) and (%s) give the same prompt", prev, key)
-			}
-			seen[p] = key
-		}
-	}
-	tag := promptTag(9, 4)
-	tests := []struct {
-		name   string
-		words  int
-		prefix string
-		want   string
-	}{
-		{"zero words", 0, "SYS", "SYS"},
-		{"one word is the tag", 1, "", tag},
-		{"two words", 2, "", tag + ": Life."},
-		{"prefix gets a separator", 2, "You are helpful.", "You are helpful. " + tag + ": Life."},
-		{"prefix ending in newline", 2, "ctx\n", "ctx\n" + tag + ": Life."},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := SyntheticPrompt(9, 4, tt.words, tt.prefix); got != tt.want {
-				t.Fatalf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-	p := SyntheticPrompt(9, 4, 30, "shared ")
-	if !strings.HasPrefix(p, "shared "+tag+": ") || !strings.HasSuffix(p, ".") {
-		t.Fatalf("shape: %q", p)
-	}
-	// The unique tag leads: prompts of one seed differ from their first
-	// character on (no shared "Ticket" word or seed digits).
-	first := map[byte]int{}
-	for i := range 64 {
-		first[SyntheticPrompt(9, i, 10, "")[0]]++
-	}
-	if len(first) < 10 {
-		t.Errorf("64 prompts start with only %d distinct characters", len(first))
 	}
 }
 
@@ -214,10 +163,10 @@ func TestCalibrateDropsATokenizerThatIgnoresTheText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("calibrate: %v (%+v)", err, cal)
 	}
-	if cal.Method != MethodProbe || !strings.Contains(cal.Note, "tokenize ignored") {
+	if cal.Method != transport.MethodProbe || !strings.Contains(cal.Note, "tokenize ignored") {
 		t.Errorf("method %q note %q, want probe after dropping tokenize", cal.Method, cal.Note)
 	}
-	if d := cal.Tokens - 512; d > CalibrationTolerance(512) || -d > CalibrationTolerance(512) {
+	if d := cal.Tokens - 512; d > transport.CalibrationTolerance(512) || -d > transport.CalibrationTolerance(512) {
 		t.Errorf("calibrated to %d tokens", cal.Tokens)
 	}
 	if tokenizeCalls.Load() > 6 || maxBody.Load() > 64<<10 {

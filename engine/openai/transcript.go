@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 )
 
 // Bounds on a kept answer, so a server that never stops cannot grow

@@ -1,6 +1,9 @@
 package openai
 
-import "github.com/tollgate-dev/tollgate/engine/measure"
+import (
+	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/transport"
+)
 
 // The request, result and error types are protocol-neutral (engine/measure);
 // these names keep this package's API readable on its own.
@@ -41,4 +44,12 @@ const (
 // ErrorClasses lists every class a request can fail with, in report order.
 var ErrorClasses = measure.ErrorClasses
 
-var _ measure.Client = (*Client)(nil)
+// The errors a protocol shares, from engine/transport.
+type StreamError = transport.StreamError
+
+var (
+	ErrNoOutput        = transport.ErrNoOutput
+	ErrBadBody         = transport.ErrBadBody
+	ErrBadCount        = transport.ErrBadCount
+	ErrStaleConnection = transport.ErrStaleConnection
+)

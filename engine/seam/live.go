@@ -22,7 +22,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/openai"
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"

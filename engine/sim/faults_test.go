@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/openai"
-	"github.com/tollgate-dev/tollgate/engine/openai/sse"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 )
 
 // clientRequest is what the fault tests send: 8 tokens, ignore_eos (the

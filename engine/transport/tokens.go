@@ -1,4 +1,4 @@
-package openai
+package transport
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/tollgate-dev/tollgate/engine/measure"
 )
 
 // Token counting methods, in the order CountTokens tries them.
@@ -30,7 +32,7 @@ const (
 // plain prompt and llama.cpp's {content} form count the text only, while
 // count_tokens, /tokenize with messages and the probe count what a chat
 // request is billed.
-func (c *Client) CountTokens(ctx context.Context, model string, messages []Message) (n int, method string, err error) {
+func (c *Client) CountTokens(ctx context.Context, model string, messages []measure.Message) (n int, method string, err error) {
 	order := []string{MethodCountTokens, MethodTokenize, MethodProbe}
 	c.mu.Lock()
 	if c.countMethod != "" {
@@ -94,7 +96,7 @@ func (c *Client) postJSON(ctx context.Context, path string, body, out any) error
 		return fmt.Errorf("POST %s: %w", path, err)
 	}
 	if !ok2xx(resp.StatusCode) {
-		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, c.redact(snippet(data, 200)))
+		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, c.redact(Snippet(data, 200)))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("POST %s: decode: %w", path, err)
@@ -102,7 +104,7 @@ func (c *Client) postJSON(ctx context.Context, path string, body, out any) error
 	return nil
 }
 
-func (c *Client) countViaCountTokens(ctx context.Context, model string, messages []Message) (int, error) {
+func (c *Client) countViaCountTokens(ctx context.Context, model string, messages []measure.Message) (int, error) {
 	var out struct {
 		InputTokens *int `json:"input_tokens"`
 	}
@@ -115,7 +117,7 @@ func (c *Client) countViaCountTokens(ctx context.Context, model string, messages
 	return *out.InputTokens, nil
 }
 
-func (c *Client) countViaTokenize(ctx context.Context, model string, messages []Message) (int, error) {
+func (c *Client) countViaTokenize(ctx context.Context, model string, messages []measure.Message) (int, error) {
 	text := joinContents(messages)
 	// Chat form first: it counts the template like a real request does.
 	bodies := []map[string]any{
@@ -160,8 +162,8 @@ func (c *Client) rememberTokenizeForm(i int) {
 	c.mu.Unlock()
 }
 
-func (c *Client) countViaProbe(ctx context.Context, model string, messages []Message) (int, error) {
-	res, err := c.Stream(ctx, Request{Model: model, Messages: messages, MaxTokens: 1})
+func (c *Client) countViaProbe(ctx context.Context, model string, messages []measure.Message) (int, error) {
+	res, err := c.Stream(ctx, measure.Request{Model: model, Messages: messages, MaxTokens: 1})
 	if err != nil {
 		return 0, err
 	}
@@ -182,7 +184,7 @@ func readCapped(resp *http.Response, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-func joinContents(messages []Message) string {
+func joinContents(messages []measure.Message) string {
 	parts := make([]string, len(messages))
 	for i, m := range messages {
 		parts[i] = m.Content
@@ -274,9 +276,9 @@ func CalibrationTolerance(targetTokens int) int {
 // uses secant steps kept inside the bracket found so far, falling back to
 // bisection, for at most MaxIterations counts. When it cannot get close
 // enough it returns the closest prompt found and an error.
-func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, opt CalibrateOptions) (Calibration, error) {
+func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, opt measure.CalibrateOptions) (measure.Calibration, error) {
 	if targetTokens <= 0 {
-		return Calibration{}, fmt.Errorf("openai: calibrate: target %d tokens must be positive", targetTokens)
+		return measure.Calibration{}, fmt.Errorf("openai: calibrate: target %d tokens must be positive", targetTokens)
 	}
 	maxIter := opt.MaxIterations
 	if maxIter <= 0 {
@@ -284,7 +286,7 @@ func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, op
 	}
 	tol := CalibrationTolerance(targetTokens)
 	type point struct{ words, tokens int }
-	var best Calibration
+	var best measure.Calibration
 	bestGap := math.MaxInt
 	var lo, hi point
 	var prev *point
@@ -304,7 +306,7 @@ func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, op
 	var notes []string
 	for it := 1; it <= maxIter; it++ {
 		prompt := SyntheticPrompt(seed, opt.Index, w, opt.SharedPrefix)
-		n, method, err := c.CountTokens(ctx, opt.Model, []Message{{Role: "user", Content: prompt}})
+		n, method, err := c.CountTokens(ctx, opt.Model, []measure.Message{{Role: "user", Content: prompt}})
 		if err != nil {
 			best.Note = strings.Join(notes, "; ")
 			return best, fmt.Errorf("openai: calibrate to %d tokens: %w", targetTokens, err)
@@ -333,7 +335,7 @@ func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, op
 			c.mu.Unlock()
 			notes = append(notes, method+" ignored: "+why)
 			if best.Method == method {
-				best, bestGap = Calibration{}, math.MaxInt
+				best, bestGap = measure.Calibration{}, math.MaxInt
 			}
 			restart()
 			continue
@@ -341,7 +343,7 @@ func (c *Client) Calibrate(ctx context.Context, targetTokens int, seed int64, op
 		gap := abs(n - targetTokens)
 		if gap < bestGap {
 			bestGap = gap
-			best = Calibration{Prompt: prompt, Words: w, Tokens: n, Target: targetTokens, Method: method}
+			best = measure.Calibration{Prompt: prompt, Words: w, Tokens: n, Target: targetTokens, Method: method}
 		}
 		best.Iterations = it
 		best.Note = strings.Join(notes, "; ")

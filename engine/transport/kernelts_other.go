@@ -1,6 +1,6 @@
 //go:build !linux
 
-package openai
+package transport
 
 import (
 	"context"

@@ -8,19 +8,19 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 )
 
-// dialect is the Messages API's request side.
-type dialect struct{ version string }
+// wire is the Messages API's side of a request (transport.Wire).
+type wire struct{ version string }
 
-func (dialect) Name() string { return "anthropic" }
+func (wire) Name() string { return "anthropic" }
 
-func (d dialect) Header(h http.Header, apiKey string) {
+func (w wire) Header(h http.Header, apiKey string) {
 	if apiKey != "" {
 		h.Set("X-Api-Key", apiKey)
 	}
-	h.Set("Anthropic-Version", d.version)
+	h.Set("Anthropic-Version", w.version)
 }
 
 // ErrEndpoint: the Messages API has no completions endpoint.
@@ -30,13 +30,13 @@ var ErrEndpoint = errors.New("the Messages API has no completions endpoint")
 // body fields, then the request's; system messages go to the top-level
 // system field. max_tokens is required by the API (DefaultMaxTokens when the
 // request gives none).
-func (dialect) Body(req measure.Request, extra map[string]any) (string, []byte, error) {
+func (wire) Body(req measure.Request, extra map[string]any) (string, []byte, error) {
 	if req.Endpoint != "" && req.Endpoint != measure.EndpointChat {
 		return "", nil, fmt.Errorf("anthropic: endpoint %q: %w", req.Endpoint, ErrEndpoint)
 	}
 	b := map[string]any{"temperature": 0, "stream": req.Stream}
-	openai.MergeBody(b, extra)
-	openai.MergeBody(b, req.ExtraBody)
+	transport.MergeBody(b, extra)
+	transport.MergeBody(b, req.ExtraBody)
 	if req.Model != "" {
 		b["model"] = req.Model
 	}
@@ -64,8 +64,8 @@ func (dialect) Body(req measure.Request, extra map[string]any) (string, []byte, 
 	return "/v1/messages", body, nil
 }
 
-func (dialect) NewStream(maxTokens int) openai.StreamAccumulator {
-	return newAccumulator(maxTokens)
+func (wire) NewStream(req measure.Request) transport.Stream {
+	return newAccumulator(req.MaxTokens)
 }
 
 // messageJSON is a non-streamed Messages API answer (or an error object).
@@ -82,13 +82,16 @@ type messageJSON struct {
 	Error      *errorJSON `json:"error"`
 }
 
-func (dialect) DecodeJSON(data []byte, tl *measure.Timeline) error {
+// DecodeJSON records a whole message; every error reports the response's
+// status. The Messages API keeps no transcript here (a conversation phase
+// refuses the kind: Protocol.Replies).
+func (wire) DecodeJSON(data []byte, status int, _ measure.Request, tl *measure.Timeline, _ *measure.Result) (int, error) {
 	var b messageJSON
 	if err := json.Unmarshal(data, &b); err != nil {
-		return fmt.Errorf("decode response %q: %w", snippet(data, 200), err)
+		return status, fmt.Errorf("decode response %q: %w", snippet(data, 200), err)
 	}
 	if b.Type == "error" || b.Error != nil {
-		return b.Error.streamError()
+		return status, b.Error.streamError()
 	}
 	tools := false
 	for _, c := range b.Content {
@@ -107,16 +110,16 @@ func (dialect) DecodeJSON(data []byte, tl *measure.Timeline) error {
 	if b.Usage != nil {
 		var u usage
 		if err := u.add(b.Usage); err != nil {
-			return err
+			return status, err
 		}
 		u.record(tl)
 	}
 	// The Messages API does not count thinking tokens apart: Derive gives
 	// 0 without thinking text, else none.
 	if tl.OutputTextBytes+tl.ReasoningTextBytes == 0 && !tools && (!tl.Usage.CompletionSet || tl.Usage.Completion == 0) {
-		return fmt.Errorf("%w: the message has %d content blocks and no text, thinking or tool use", openai.ErrNoOutput, len(b.Content))
+		return status, fmt.Errorf("%w: the message has %d content blocks and no text, thinking or tool use", transport.ErrNoOutput, len(b.Content))
 	}
-	return nil
+	return 0, nil
 }
 
 func snippet(b []byte, n int) string {

@@ -1,203 +1,22 @@
-package openai
+package transport
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
 	"github.com/tollgate-dev/tollgate/engine/measure"
 )
-
-// get fetches path, keeping at most limit bytes of the body.
-func (c *Client) get(ctx context.Context, path string, limit int64) (status int, body []byte, truncated bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.auxTimeout())
-	defer cancel()
-	req, err := c.newRequest(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return 0, nil, false, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, false, fmt.Errorf("GET %s: %w", c.base+path, err)
-	}
-	defer resp.Body.Close()
-	body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return resp.StatusCode, nil, false, fmt.Errorf("GET %s: read body: %w", c.base+path, err)
-	}
-	if int64(len(body)) > limit {
-		body, truncated = body[:limit], true
-	}
-	return resp.StatusCode, body, truncated, nil
-}
-
-func ok2xx(status int) bool { return status >= 200 && status <= 299 }
-
-// absent reports statuses that mean "this server has no such endpoint".
-func absent(status int) bool {
-	return status == http.StatusNotFound || status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented
-}
-
-// WaitReady polls /health (falling back to /v1/models when the server has no
-// /health) until one answers 2xx or the deadline passes. A /health that
-// exists but says 503 (model loading) is waited on, not bypassed.
-func (c *Client) WaitReady(ctx context.Context, deadline time.Time) error {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	wait := 100 * time.Millisecond
-	var last string
-	for {
-		ready, why, refused := c.probeReady(ctx)
-		if ready {
-			return nil
-		}
-		if refused {
-			// Waiting does not change credentials: say so now, not after
-			// the whole ready timeout.
-			return fmt.Errorf("openai: %s refuses the request's credentials: %s (check api_key_env and headers): %w",
-				c.redact(c.base), c.redact(why), ErrUnauthorized)
-		}
-		last = why
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("openai: %s not ready by %s; last failure: %s: %w",
-				c.redact(c.base), deadline.Format(time.RFC3339), c.redact(last), ctx.Err())
-		case <-t.C:
-		}
-		wait = min(wait*2, time.Second)
-	}
-}
-
-// probeReady asks /health, then /v1/models when /health is absent or
-// wants credentials (some gateways guard only /v1). refused says both
-// answered 401 or 403: the server is up and will not take these
-// credentials.
-func (c *Client) probeReady(ctx context.Context) (ready bool, why string, refused bool) {
-	status, body, _, err := c.get(ctx, "/health", errorSnippetBytes)
-	if err != nil {
-		return false, err.Error(), false
-	}
-	if ok2xx(status) {
-		return true, "", false
-	}
-	if !absent(status) && !denied(status) {
-		return false, fmt.Sprintf("GET %s/health: HTTP %d %s", c.base, status, strings.TrimSpace(snippet(body, 200))), false
-	}
-	status, body, _, err = c.get(ctx, "/v1/models", errorSnippetBytes)
-	if err != nil {
-		return false, err.Error(), false
-	}
-	if ok2xx(status) {
-		return true, "", false
-	}
-	return false, fmt.Sprintf("GET %s/v1/models: HTTP %d %s", c.base, status, strings.TrimSpace(snippet(body, 200))), denied(status)
-}
-
-func denied(status int) bool {
-	return status == http.StatusUnauthorized || status == http.StatusForbidden
-}
-
-// ErrUnauthorized is measure.ErrCredentialsRefused.
-var ErrUnauthorized = measure.ErrCredentialsRefused
-
-// Models returns the model ids from /v1/models, in server order; the first is
-// the natural default.
-func (c *Client) Models(ctx context.Context) ([]string, error) {
-	status, body, _, err := c.get(ctx, "/v1/models", jsonBodyBytes)
-	if err != nil {
-		return nil, fmt.Errorf("openai: list models: %s", c.redact(err.Error()))
-	}
-	if !ok2xx(status) {
-		return nil, fmt.Errorf("openai: list models: HTTP %d: %s", status, c.redact(snippet(body, 200)))
-	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-		// llama.cpp also sends a "models" list; used when data is empty.
-		Models []struct {
-			Name  string `json:"name"`
-			Model string `json:"model"`
-		} `json:"models"`
-	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("openai: list models: decode: %w", err)
-	}
-	var ids []string
-	for _, m := range list.Data {
-		if m.ID != "" {
-			ids = append(ids, m.ID)
-		}
-	}
-	if len(ids) == 0 {
-		for _, m := range list.Models {
-			if id := cmp(m.Model, m.Name); id != "" {
-				ids = append(ids, id)
-			}
-		}
-	}
-	if len(ids) == 0 {
-		return nil, errors.New("openai: list models: the server lists no model")
-	}
-	return ids, nil
-}
-
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// MetadataPaths lists the optional endpoints Metadata reads.
-func MetadataPaths() []string {
-	return []string{"/health", "/v1/models", "/v1/cache/status", "/v1/stats", "/version"}
-}
-
-// Metadata reads the optional metadata endpoints. It never fails: each path
-// gets an entry, with a note when the endpoint is absent or erred.
-func (c *Client) Metadata(ctx context.Context) map[string]MetadataEntry {
-	paths := MetadataPaths()
-	out := make(map[string]MetadataEntry, len(paths))
-	for _, p := range paths {
-		status, body, truncated, err := c.get(ctx, p, metadataBytes)
-		e := MetadataEntry{Status: status}
-		switch {
-		case err != nil:
-			e.Note = "error: " + c.redact(err.Error())
-		case absent(status):
-			e.Note = fmt.Sprintf("absent: %d", status)
-		case !ok2xx(status):
-			e.Note = fmt.Sprintf("HTTP %d", status)
-			e.Text = c.redact(snippet(body, errorSnippetBytes))
-		case !truncated && json.Valid(body):
-			e.JSON = json.RawMessage(c.redact(string(body)))
-		default:
-			e.Text = c.redact(string(body))
-			if truncated {
-				e.Note = fmt.Sprintf("truncated at %d bytes", metadataBytes)
-			}
-		}
-		out[p] = e
-	}
-	return out
-}
 
 // scrapeBytes bounds a /metrics body: a big vLLM exposition is a few
 // hundred KiB, so this only stops a runaway server.
@@ -283,7 +102,7 @@ func parseByBlock(text []byte) (map[string]*dto.MetricFamily, []string, error) {
 				return nil, nil, fmt.Errorf("parse metrics: %w", err)
 			}
 			bad++
-			warnings = append(warnings, fmt.Sprintf("/metrics line %d dropped: %s: %q", b.line+pe.Line-1, pe.Msg, snippet(line, 120)))
+			warnings = append(warnings, fmt.Sprintf("/metrics line %d dropped: %s: %q", b.line+pe.Line-1, pe.Msg, Snippet(line, 120)))
 			families, err = parseText(b.text)
 		}
 		for name, mf := range families {

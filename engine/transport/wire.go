@@ -1,0 +1,128 @@
+// Package transport is what every wire protocol shares: the HTTP client and
+// its keep-alive pool, the one retry of a stale connection, kernel receive
+// timestamps, timeouts, the redirect policy, redaction, error classes, the
+// SSE framing (sse/), calibration, the metadata endpoints and the /metrics
+// scrape. A protocol (engine/openai, engine/anthropic) is a Wire: it builds
+// its requests and records its answers into a measure.Timeline, from which
+// measure.Derive computes every metric with the same definitions.
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/transport/sse"
+)
+
+// Wire is one wire protocol's side of a request: the request it sends and
+// how it reads the answer. The transport does everything else.
+type Wire interface {
+	// Name names the protocol in errors ("openai", "anthropic").
+	Name() string
+	// Header sets the credentials and protocol headers; apiKey may be "".
+	Header(h http.Header, apiKey string)
+	// Body is the request's path and JSON body; extra is the target's body
+	// fields, to merge (MergeBody) before the request's own.
+	Body(req measure.Request, extra map[string]any) (path string, body []byte, err error)
+	// NewStream returns the reader of one streamed answer to req, its
+	// timeline Reset for req.MaxTokens.
+	NewStream(req measure.Request) Stream
+	// DecodeJSON records a non-streamed 2xx body into tl (token counts,
+	// text bytes, finish reason) and, when req.Transcript, the reply into
+	// res. An error fails the request as a protocol error reporting
+	// errStatus (status, or 0 for a body that is no answer at all).
+	DecodeJSON(data []byte, status int, req measure.Request, tl *measure.Timeline, res *measure.Result) (errStatus int, err error)
+}
+
+// Stream records one stream's SSE events into a timeline.
+type Stream interface {
+	// Event accounts one event; an error ends the stream as a protocol error.
+	Event(ev *sse.Event) error
+	// Timeline is the request's timeline; the transport records the first
+	// byte, the body kind and the end into it.
+	Timeline() *measure.Timeline
+	// End runs once the stream is over, whatever ended it (e.g. to keep
+	// the reply of a request that asked for its transcript).
+	End(res *measure.Result)
+}
+
+// ErrNoOutput marks a 2xx answer that carried no token: never a success.
+var ErrNoOutput = errors.New("no output")
+
+// ErrBadBody marks a 200 answer whose headers say it cannot be read as asked.
+var ErrBadBody = errors.New("unreadable response")
+
+// ErrBadCount marks a count from the server that no count can be: negative,
+// fractional, not a number, absurdly large, or more cached than prompt
+// tokens. Such a request is a protocol error, never a success: the value
+// would also make the report fail its own schema and lose every measurement.
+var ErrBadCount = errors.New("invalid count from the server")
+
+// StreamError is an error the server reported in its answer (OpenAI: a
+// {"error": {...}} data line, {"object": "error", ...} or "event: error";
+// the Messages API: an error event or object).
+type StreamError struct {
+	Message string `json:"message"`
+	Type    string `json:"type,omitempty"`
+	Code    string `json:"code,omitempty"`
+}
+
+func (e *StreamError) Error() string {
+	s := "server error event: " + e.Message
+	if e.Type != "" || e.Code != "" {
+		s += fmt.Sprintf(" (type %q, code %q)", e.Type, e.Code)
+	}
+	return s
+}
+
+// readJSON reads a non-streamed answer with the wire's decoder.
+func (c *Client) readJSON(ctx context.Context, resp *http.Response, start time.Time, req measure.Request, acc Stream, res measure.Result) (measure.Result, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, jsonBodyBytes))
+	res.BytesReceived = int64(len(data))
+	tl := acc.Timeline()
+	tl.Body, tl.End = measure.BodyJSON, time.Since(start)
+	if err != nil {
+		tl.Body = measure.BodyNone
+		res.Metrics = measure.Derive(tl)
+		res.Err = c.classify(ctx, err, "read body")
+		return res, res.Err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		tl.Body = measure.BodyNone
+		res.Metrics = measure.Derive(tl)
+		err := fmt.Errorf("%w: empty 200 body", ErrNoOutput)
+		res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
+		return res, res.Err
+	}
+	status, err := c.wire.DecodeJSON(data, resp.StatusCode, req, tl, &res)
+	res.Metrics = measure.Derive(tl)
+	if err != nil {
+		res.Err = c.fail(measure.ClassProtocol, status, err.Error(), err)
+		return res, res.Err
+	}
+	return res, nil
+}
+
+// Snippet is b cut to at most n bytes at a rune start, with "…" when cut,
+// to quote a server's answer in a message.
+func Snippet(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return string(b[:cut]) + "…"
+}
+
+func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ptr[T any](v T) *T { return &v }
