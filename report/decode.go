@@ -17,12 +17,15 @@ var ErrNotReport = errors.New("not a tollgate report")
 // not read.
 var ErrSchemaVersion = errors.New("unsupported schema_version")
 
-// Decode reads a report leniently: unknown fields are ignored, so a report
-// from a newer tollgate with added fields still renders and compares. What
-// it must have is the identity of a tollgate report (schema_version,
-// tool.name "tollgate", runs); anything else wraps ErrNotReport, and a
-// schema_version other than SchemaVersion wraps ErrSchemaVersion. Samples
-// decode as []any; PhaseSamples types them.
+// Decode reads a saved report and checks it before any reader trusts it.
+// Unknown fields are allowed, so a report from a newer tollgate with added
+// fields still renders and compares. What it must have is the identity of
+// a tollgate report (schema_version, tool.name "tollgate", runs); anything
+// else wraps ErrNotReport, and a schema_version other than SchemaVersion
+// wraps ErrSchemaVersion. Then it must pass Check (the report schema, its
+// unknown fields aside, and its own invariants), else the error is a
+// *CheckError naming each JSON path. Samples decode as []any;
+// PhaseSamples types them.
 func Decode(r io.Reader) (*Report, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -51,6 +54,13 @@ func Decode(r io.Reader) (*Report, error) {
 	var rep Report
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReport, at(data, err))
+	}
+	var doc any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, at(data, err))
+	}
+	if v := Check(doc); len(v) > 0 {
+		return nil, &CheckError{Violations: v}
 	}
 	return &rep, nil
 }

@@ -42,7 +42,29 @@ type Report struct {
 	// Shards on a merge of shards (tollgate merge), one per shard.
 	Shard  *ShardInfo  `json:"shard,omitempty"`
 	Shards []ShardInfo `json:"shards,omitempty"`
+	// Invalid says why the measurement cannot be trusted, one finding
+	// each (a merged shard that started late, …): a verdict over it is
+	// "could not judge" (exit 3). Absent when the measurement is sound,
+	// and in the reports of tollgates that did not check.
+	Invalid []Invalidity `json:"invalid,omitempty"`
 }
+
+// Invalidity is one reason a report's measurement cannot be trusted.
+type Invalidity struct {
+	// Reason is one of the Invalid* codes.
+	Reason string `json:"reason"`
+	// Path is the JSON pointer of the figure that shows it
+	// (/shards/2/start_lateness_ms).
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+// Reasons a measurement is invalid.
+const (
+	// InvalidShardLate: a shard of a merge began its first load point
+	// later after the shared --start-at than the merge accepts.
+	InvalidShardLate = "shard_late"
+)
 
 // Tool names the program that wrote the report.
 type Tool struct {

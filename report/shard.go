@@ -10,6 +10,11 @@ type ShardInfo struct {
 	Count int `json:"count"`
 	// Host is the machine the shard ran on (also in host.hostname).
 	Host string `json:"host"`
+	// RunID names the sharded run this shard is part of (--run-id, else
+	// $TOLLGATE_RUN_ID): tollgate merge refuses shards whose run ids
+	// differ. Absent when none was given; the run is then known by
+	// StartAt alone.
+	RunID string `json:"run_id,omitempty"`
 	// File is the shard report merged (set by tollgate merge only).
 	File string `json:"file,omitempty"`
 	// AllPhases: non-load phases ran on this shard too (--shard-all-phases);

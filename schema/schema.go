@@ -37,6 +37,9 @@ func Report() []byte { return bytes.Clone(reportJSON) }
 type Problem struct {
 	Path    []string
 	Message string
+	// Keyword is the schema keyword that failed (type, required,
+	// additionalProperties, …).
+	Keyword string
 }
 
 func (p Problem) String() string { return "/" + strings.Join(p.Path, "/") + ": " + p.Message }
@@ -86,7 +89,11 @@ func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, er
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			out = append(out, Problem{Path: e.InstanceLocation, Message: e.ErrorKind.LocalizedString(p)})
+			kw := ""
+			if k := e.ErrorKind.KeywordPath(); len(k) > 0 {
+				kw = k[len(k)-1]
+			}
+			out = append(out, Problem{Path: e.InstanceLocation, Message: e.ErrorKind.LocalizedString(p), Keyword: kw})
 			return
 		}
 		for _, c := range e.Causes {
@@ -107,6 +114,11 @@ func ValidateScenario(v any) []Problem {
 	}
 	return out
 }
+
+// ReportProblems validates a report (as decoded JSON: map[string]any etc)
+// and returns every violation, in path order. A schema that fails to
+// compile is a build defect; it is the error.
+func ReportProblems(v any) ([]Problem, error) { return validate(reportSchema, v) }
 
 // ValidateReport validates a report (as decoded JSON: map[string]any etc).
 func ValidateReport(v any) error {

@@ -98,6 +98,10 @@ func TestKubernetesManifests(t *testing.T) {
 	if env["TOLLGATE_SHARD_COUNT"] != fmt.Sprint(n) {
 		t.Errorf("TOLLGATE_SHARD_COUNT %v, completions %v", env["TOLLGATE_SHARD_COUNT"], n)
 	}
+	// Every pod of one Job, and only they, share a run id: the Job's uid.
+	if got := fmt.Sprint(env["TOLLGATE_RUN_ID"]); !strings.Contains(got, "metadata.labels['batch.kubernetes.io/controller-uid']") {
+		t.Errorf("TOLLGATE_RUN_ID is %v: want the Job's uid from the pod's label batch.kubernetes.io/controller-uid", got)
+	}
 	wait := at(t, judge, "spec", "template", "spec", "initContainers", 0)
 	if envOf(t, wait)["SHARDS"] != fmt.Sprint(n) {
 		t.Errorf("the judge waits for %v reports, there are %v shards", envOf(t, wait)["SHARDS"], n)
@@ -158,7 +162,9 @@ func TestGitHubMatrixWorkflow(t *testing.T) {
 		t.Errorf("shard step %q lacks %q (the matrix has %d shards)", shardRun[0], want, len(shards))
 	}
 	url := startServeWith(t, perfBin)
-	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339)
+	// Whole seconds, as the plan job writes it: a lead of 7 to 8 s, so that
+	// every shard is on time (within 100 ms) on a busy machine.
+	start := time.Now().Add(8 * time.Second).UTC().Format(time.RFC3339)
 	sh := func(line string, shard any) string {
 		return ghMatrixExpr.ReplaceAllStringFunc(line, func(m string) string {
 			switch ghMatrixExpr.FindStringSubmatch(m)[1] {
@@ -168,6 +174,10 @@ func TestGitHubMatrixWorkflow(t *testing.T) {
 				return start
 			case "inputs.base_url":
 				return url
+			case "github.run_id":
+				return "4711"
+			case "github.run_attempt":
+				return "1"
 			}
 			t.Fatalf("unknown expression %s", m)
 			return ""

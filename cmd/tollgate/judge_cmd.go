@@ -20,9 +20,13 @@ const judgeUsage = "Usage: tollgate judge SCENARIO REPORT.json [flags]\n\n" +
 	"threshold, re-judge without measuring again. The report must come from the same\n" +
 	"scenario (its identity: what is measured, not gates, descriptions, vars or the\n" +
 	"server's address); one from another is refused naming the fields that differ.\n" +
+	"The report is checked first: against the report schema and its own invariants\n" +
+	"(min ≤ p50 ≤ … ≤ max, succeeded + errors = requests, rates ≥ 0); one that fails is\n" +
+	"refused naming the JSON path. A report whose measurement is invalid (a merge with a\n" +
+	"shard that started late: its invalid list) is judged, but exits 3.\n" +
 	"Exits like run: 0 every gate passed, 1 a gate failed, 2 bad input (a report from\n" +
-	"another scenario, a file that is not a report), 3 the report's run did not complete\n" +
-	"or a gate errored.\n\nFlags:\n"
+	"another scenario, a file that is not a report or fails its checks), 3 the report's\n" +
+	"run did not complete, its measurement is invalid, or a gate errored.\n\nFlags:\n"
 
 type judgeOptions struct {
 	out             *outputs
@@ -118,14 +122,18 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 
 // judgeSaved evaluates the gates over a saved report, and says why its
 // verdict is not theirs, if it is not (one error each). A report of a run
-// that did not complete is judged (its gates may say why) but exits 3, as
-// run would have; an interrupted one is partial and not judged.
+// that did not complete, or whose measurement is invalid, is judged (its
+// gates may say why) but exits 3, as run would have; an interrupted one is
+// partial and not judged.
 func judgeSaved(rep *report.Report, p *prepared, baseEnv map[string]any) (gates.Outcome, []error) {
 	failed := view.FailedRuns(rep)
-	verdict := gates.Outcome{Completed: len(failed) == 0}
+	verdict := gates.Outcome{Completed: len(failed) == 0 && len(rep.Invalid) == 0}
 	var errs []error
 	for _, run := range failed {
 		errs = append(errs, fmt.Errorf("run %s did not complete: %s", run.Name, run.Error))
+	}
+	for _, f := range rep.Invalid {
+		errs = append(errs, fmt.Errorf("the measurement is invalid (%s at %s): %s", f.Reason, f.Path, f.Message))
 	}
 	if view.Interrupted(rep) {
 		errs = append(errs, errors.New("the report is incomplete (its run was interrupted); its gates are not judged"))

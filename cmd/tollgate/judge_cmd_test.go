@@ -134,6 +134,12 @@ func TestJudge(t *testing.T) {
 		run["status"], run["error"] = "error", "the seam went away"
 	})
 	interrupted := edit("interrupted.json", func(m map[string]any) { m["incomplete"], m["status"] = true, "incomplete" })
+	// Reports edited by hand: a p50 above its max, a field of the wrong kind.
+	p50AboveMax := edit("p50-above-max.json", func(m map[string]any) {
+		st := m["runs"].(map[string]any)["direct/cached"].(map[string]any)["phases"].(map[string]any)["decode"].(map[string]any)["seam_latency_ms"].(map[string]any)
+		st["p50"] = st["max"].(float64) + 1
+	})
+	schemaInvalid := edit("schema-invalid.json", func(m map[string]any) { m["status"] = "great" })
 	notJSON := write("truncated.json", "{\n  \"schema_version\": 1,\n  \"tool\": {\"name\": \"tollgate\"},\n  \"runs\": {\n")
 	// The same scenario with a profile: profiles change what they set, here
 	// a threshold, so the saved report is still its own.
@@ -169,6 +175,10 @@ func TestJudge(t *testing.T) {
 		{name: "a report of another example", args: []string{"examples/quickstart.yaml", saved}, code: ExitInvalid, stderr: `name (the report "route-session", the scenario "quickstart")`},
 		{name: "a report that is not JSON", args: []string{route, notJSON}, code: ExitInvalid, stderr: "truncated.json:4:12: not a tollgate report: unexpected end of JSON input"},
 		{name: "a baseline that is not JSON", args: []string{route, saved, "--baseline", notJSON}, code: ExitInvalid, stderr: "--baseline: " + notJSON + ":4:12: not a tollgate report"},
+		{name: "a report whose p50 is above its max", args: []string{route, p50AboveMax}, code: ExitInvalid,
+			stderr: "p50-above-max.json: /runs/direct~1cached/phases/decode/seam_latency_ms: p50 ("},
+		{name: "a report that fails the schema", args: []string{route, schemaInvalid}, code: ExitInvalid, stderr: "schema-invalid.json: /status: value must be one of"},
+		{name: "a baseline whose p50 is above its max", args: []string{route, saved, "--baseline", p50AboveMax}, code: ExitInvalid, stderr: "--baseline: " + p50AboveMax + ": /runs/direct~1cached"},
 		{name: "a report that is missing", args: []string{route, filepath.Join(dir, "nope.json")}, code: ExitInvalid, stderr: "nope.json: no such file"},
 		{name: "a run that did not complete", args: []string{route, failedRun}, code: ExitNotJudged, stderr: "run relay/stateless did not complete: the seam went away"},
 		{name: "an interrupted run", args: []string{route, interrupted}, code: ExitNotJudged, stderr: "the report is incomplete"},
@@ -189,6 +199,19 @@ func TestJudge(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("compare and report check a saved report too", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"compare", saved, p50AboveMax},
+			{"compare", schemaInvalid, saved},
+			{"report", p50AboveMax, "--markdown", filepath.Join(dir, "out.md")},
+		} {
+			r := tollgate(t, args...)
+			if r.code != ExitInvalid || !strings.Contains(r.stderr, "/runs/direct~1cached/phases/decode/seam_latency_ms: p50") && !strings.Contains(r.stderr, "/status: ") {
+				t.Errorf("%v: exit %d (want 2)\n%s", args, r.code, r.stderr)
+			}
+		}
+	})
 
 	t.Run("help", func(t *testing.T) {
 		r := tollgate(t, "help", "judge")

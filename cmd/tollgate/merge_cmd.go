@@ -19,10 +19,18 @@ const mergeUsage = "Usage: tollgate merge SHARD.json... --json-out PATH [flags]\
 	"distributions merge exactly through their histograms, rates and throughput are\n" +
 	"recomputed over the union of the shards' windows, each shard's own figures stay\n" +
 	"under the merged phase. The result is validated against the report schema and not\n" +
-	"gated: judge it with tollgate judge SCENARIO PATH. Exits 0 merged, 2 bad input\n" +
-	"(a report that is not a shard, shards of different scenarios or schema versions,\n" +
-	"a shard given twice or missing), 3 a shard's run did not complete or an output\n" +
-	"could not be written.\n\nFlags:\n"
+	"gated: judge it with tollgate judge SCENARIO PATH.\n\n" +
+	"The shards must prove they are one run: the same scenario, the same shard.run_id\n" +
+	"(tollgate run --run-id, else $TOLLGATE_RUN_ID; none on every shard is the same)\n" +
+	"and shard.start_at (--start-at), and for every load point windows in order, none\n" +
+	"before start_at, that overlap (within 1 s plus the spread of the shards' measured\n" +
+	"clock offsets). A shard that began its first load point more than\n" +
+	"--max-start-lateness after start_at is merged, but the merge's measurement is\n" +
+	"invalid: the report lists it under invalid, and judging it exits 3.\n\n" +
+	"Exits 0 merged, 2 bad input (a report that is not a shard or fails its checks,\n" +
+	"shards of different scenarios, runs or schema versions, a shard given twice or\n" +
+	"missing, windows that are not one run's), 3 merged but not to be trusted (a shard\n" +
+	"started late, a shard's run did not complete) or an output could not be written.\n\nFlags:\n"
 
 func mergeFlags(stderr io.Writer) (*pflag.FlagSet, *outputs) {
 	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
@@ -35,8 +43,13 @@ func mergeFlags(stderr io.Writer) (*pflag.FlagSet, *outputs) {
 func cmdMerge(args []string, stdout, stderr io.Writer) error {
 	fs, out := mergeFlags(stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing on stdout; errors still go to stderr")
+	maxLate := fs.Duration("max-start-lateness", fold.DefaultMaxStartLateness,
+		"accept shards that began their first load point up to `DURATION` after --start-at; later makes the merge invalid (exit 3)")
 	if err := parseFlags(fs, args, "run 'tollgate help merge' for the flags"); err != nil {
 		return err
+	}
+	if *maxLate < 0 {
+		return invalid(fmt.Errorf("--max-start-lateness %s: want a duration of 0 or more, e.g. 250ms", *maxLate))
 	}
 	if fs.NArg() == 0 {
 		return invalid(errors.New("expected the shard reports (SHARD.json...)"))
@@ -59,7 +72,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 		}
 		shards = append(shards, r)
 	}
-	merged, err := fold.Merge(shards, fs.Args())
+	merged, err := fold.Merge(shards, fs.Args(), fold.MergeOptions{MaxStartLateness: *maxLate})
 	if err != nil {
 		return invalid(err)
 	}
@@ -82,6 +95,9 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, run := range view.FailedRuns(merged) {
 		errs = append(errs, fmt.Errorf("run %s did not complete: %s", run.Name, run.Error))
+	}
+	for _, f := range merged.Invalid {
+		errs = append(errs, fmt.Errorf("the merged measurement is invalid: %s", f.Message))
 	}
 	if len(errs) > 0 {
 		return notJudged(lines(errs...))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/pflag"
 
@@ -20,6 +21,7 @@ type shardOptions struct {
 	shard     string
 	count     int
 	startAt   string
+	runID     string
 	allPhases bool
 }
 
@@ -28,6 +30,8 @@ func addShardFlags(fs *pflag.FlagSet, o *shardOptions) {
 		"unset, $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is the index when a count is given")
 	fs.IntVar(&o.count, "shard-count", 0, "with $JOB_COMPLETION_INDEX: the number of shards `N` (else $TOLLGATE_SHARD_COUNT)")
 	fs.StringVar(&o.startAt, "start-at", "", "sharded: begin the first load point's schedule at `TIME` (RFC 3339) on every shard; a shard that gets there late says so")
+	fs.StringVar(&o.runID, "run-id", "", "sharded: the run this shard is part of, `ID`, the same on every shard (tollgate merge refuses shards of different runs); "+
+		"unset, $TOLLGATE_RUN_ID (the Kubernetes recipe sets it to the Job's uid); the run is also known by its --start-at")
 	fs.BoolVar(&o.allPhases, "shard-all-phases", false, "sharded: run the non-load phases (prefill, decode, prefix_cache, …) on every shard, not only shard 0")
 }
 
@@ -62,8 +66,8 @@ func (o *shardOptions) resolve(lookup func(string) (string, bool), stderr io.Wri
 			if count != 0 {
 				return nil, fmt.Errorf("%w: a shard count (%d) but no index: give --shard I/N or set JOB_COMPLETION_INDEX", errShard, count)
 			}
-			if o.startAt != "" || o.allPhases {
-				return nil, fmt.Errorf("%w: --start-at and --shard-all-phases are for sharded runs: give --shard I/N", errShard)
+			if o.startAt != "" || o.allPhases || o.runID != "" {
+				return nil, fmt.Errorf("%w: --start-at, --run-id and --shard-all-phases are for sharded runs: give --shard I/N", errShard)
 			}
 			return nil, nil
 		}
@@ -84,7 +88,13 @@ func (o *shardOptions) resolve(lookup func(string) (string, bool), stderr io.Wri
 	case idx < 0 || idx >= n:
 		return nil, fmt.Errorf("%w: shard %s: the index must be 0 to %d", errShard, spec, n-1)
 	}
-	sh := &live.Shard{Index: idx, Count: n, AllPhases: o.allPhases}
+	sh := &live.Shard{Index: idx, Count: n, AllPhases: o.allPhases, RunID: o.runID}
+	if sh.RunID == "" {
+		sh.RunID, _ = lookup("TOLLGATE_RUN_ID")
+	}
+	if err := checkRunID(sh.RunID); err != nil {
+		return nil, err
+	}
 	if o.startAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, o.startAt)
 		if err != nil {
@@ -93,6 +103,23 @@ func (o *shardOptions) resolve(lookup func(string) (string, bool), stderr io.Wri
 		sh.StartAt = t
 	}
 	return sh, nil
+}
+
+// maxRunID bounds a run id: a Job's uid is 36 characters, a CI run's
+// number and attempt fewer.
+const maxRunID = 200
+
+// checkRunID refuses a run id that could not name a run in a message.
+func checkRunID(id string) error {
+	if len(id) > maxRunID {
+		return fmt.Errorf("%w: run id %.20q…: at most %d bytes", errShard, id, maxRunID)
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return fmt.Errorf("%w: run id %q: want printable characters without spaces, e.g. a Job's uid or $GITHUB_RUN_ID-$GITHUB_RUN_ATTEMPT", errShard, id)
+		}
+	}
+	return nil
 }
 
 // checkShardable refuses what cannot be split over the shard's count.

@@ -53,7 +53,9 @@ gates:
 // binary at once, with a common --start-at, and returns their report paths.
 func runShards(t *testing.T, dir, scenario string, n int, extra ...string) (reports, samples []string) {
 	t.Helper()
-	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	// A lead every shard reaches in time on a busy machine: a shard later
+	// than 100 ms makes the merge invalid.
+	start := time.Now().Add(6 * time.Second).UTC().Format(time.RFC3339Nano)
 	var wg sync.WaitGroup
 	res := make([]result, n)
 	for i := range n {
@@ -229,6 +231,18 @@ func TestShardBadInput(t *testing.T) {
 	if r := runBin(t, perfBin, "run", sc, "--json-out", single, "-q"); r.code != 0 {
 		t.Fatalf("single: %d %s", r.code, r.stderr)
 	}
+	// Shard 1 as another run would have written it: started two minutes
+	// later, or given another run id; and one edited by hand.
+	laterRun := editReport(t, reports[1], filepath.Join(dir, "later-run.json"), func(m map[string]any) {
+		sh := m["shard"].(map[string]any)
+		at, _ := time.Parse(time.RFC3339Nano, sh["start_at"].(string))
+		sh["start_at"] = at.Add(2 * time.Minute).Format(time.RFC3339Nano)
+	})
+	otherID := editReport(t, reports[1], filepath.Join(dir, "other-id.json"), func(m map[string]any) { m["shard"].(map[string]any)["run_id"] = "job-2" })
+	p50AboveMax := editReport(t, reports[1], filepath.Join(dir, "p50-above-max.json"), func(m map[string]any) {
+		st := dig(m, "runs", "server", "phases", "load", "points", 0, "ttft_ms").(map[string]any)
+		st["p50"] = st["max"].(float64) * 2
+	})
 	out := filepath.Join(dir, "merged.json")
 	for _, tc := range []struct {
 		name string
@@ -241,6 +255,12 @@ func TestShardBadInput(t *testing.T) {
 		{"not I/N", []string{"run", sc, "--shard", "two"}, nil, `--shard "two": want INDEX/COUNT`},
 		{"bad start", []string{"run", sc, "--shard", "0/2", "--start-at", "tomorrow"}, nil, `--start-at "tomorrow"`},
 		{"start without shard", []string{"run", sc, "--start-at", "2026-01-02T15:04:05Z"}, nil, "are for sharded runs"},
+		{"run id without shard", []string{"run", sc, "--run-id", "job-1"}, nil, "are for sharded runs"},
+		{"run id with a space", []string{"run", sc, "--shard", "0/2", "--run-id", "job 1"}, nil, `run id "job 1": want printable characters without spaces`},
+		{"shards of different runs", []string{"merge", "--json-out", out, reports[0], laterRun}, nil, "later-run.json are shards of different runs: shard.start_at"},
+		{"shards of different run ids", []string{"merge", "--json-out", out, reports[0], otherID}, nil, `other-id.json are shards of different runs: shard.run_id (none) and "job-2"`},
+		{"a shard that contradicts itself", []string{"merge", "--json-out", out, reports[0], p50AboveMax}, nil, "p50-above-max.json: /runs/server/phases/load/points/0/ttft_ms: p50 ("},
+		{"a negative lateness bound", []string{"merge", "--json-out", out, "--max-start-lateness", "-1s", reports[0], reports[1]}, nil, "--max-start-lateness -1s: want a duration of 0 or more"},
 		{"job index past the count", []string{"run", sc}, []string{"JOB_COMPLETION_INDEX=2", "TOLLGATE_SHARD_COUNT=2"}, "shard 2/2: the index must be 0 to 1"},
 		{"count without an index", []string{"run", sc, "--shard-count", "3"}, nil, "a shard count (3) but no index"},
 		{"more shards than requests", []string{"run", sc, "--shard", "0/5"}, nil, "4 requests cannot be split over 5 shards"},
@@ -266,6 +286,62 @@ func TestShardBadInput(t *testing.T) {
 				t.Errorf("%s was written", out)
 			}
 		})
+	}
+}
+
+// editReport writes the report at from, changed by change, to to.
+func editReport(t *testing.T, from, to string, change func(map[string]any)) string {
+	t.Helper()
+	m := readJSONReport(t, from)
+	change(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
+// TestLateShardsMakeTheMergeInvalid: shards whose --start-at had passed
+// begin late; their merge is written, says its measurement is invalid and
+// exits 3, and so does judging it, unless the merge accepts the lateness.
+func TestLateShardsMakeTheMergeInvalid(t *testing.T) {
+	dir := t.TempDir()
+	url := startServeWith(t, perfBin)
+	sc := shardScenario(t, dir, "late", url, 100, 8)
+	past := time.Now().Add(-2 * time.Second).UTC().Format(time.RFC3339Nano)
+	var reports []string
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))
+		if r := runBin(t, perfBin, "run", sc, "--shard", fmt.Sprintf("%d/2", i), "--start-at", past, "--run-id", "job-7f3a", "--json-out", out, "-q"); r.code != 0 {
+			t.Fatalf("shard %d: exit %d\n%s", i, r.code, r.stderr)
+		}
+		reports = append(reports, out)
+	}
+	merged := filepath.Join(dir, "merged.json")
+	m := runBin(t, perfBin, append([]string{"merge", "--json-out", merged, "-q"}, reports...)...)
+	if m.code != ExitNotJudged || !strings.Contains(m.stderr, "the merged measurement is invalid: shard 0 (") || !strings.Contains(m.stderr, "--max-start-lateness") {
+		t.Fatalf("merge: exit %d (want 3), stderr %q", m.code, m.stderr)
+	}
+	rep := readJSONReport(t, merged)
+	inv := rep["invalid"].([]any)
+	if len(inv) != 2 || dig(inv, 1, "reason") != "shard_late" || dig(inv, 1, "path") != "/shards/1/start_lateness_ms" || rep["status"] != "error" {
+		t.Errorf("status %v, invalid %v: want both shards late", rep["status"], inv)
+	}
+	if id := dig(rep, "shards", 1, "run_id"); id != "job-7f3a" {
+		t.Errorf("shards[1].run_id %v", id)
+	}
+	if j := runBin(t, perfBin, "judge", sc, merged); j.code != ExitNotJudged || !strings.Contains(j.stderr, "the measurement is invalid (shard_late at /shards/0/start_lateness_ms)") {
+		t.Errorf("judge: exit %d (want 3), stderr %q", j.code, j.stderr)
+	}
+	accepted := filepath.Join(dir, "accepted.json")
+	if m := runBin(t, perfBin, append([]string{"merge", "--json-out", accepted, "-q", "--max-start-lateness", "1h"}, reports...)...); m.code != 0 {
+		t.Fatalf("merge accepting the lateness: exit %d\n%s", m.code, m.stderr)
+	}
+	if j := runBin(t, perfBin, "judge", sc, accepted); j.code != 0 {
+		t.Errorf("judge of the accepted merge: exit %d\n%s", j.code, j.stderr)
 	}
 }
 

@@ -31,6 +31,8 @@ type Shard struct {
 	// every shard.
 	StartAt   time.Time
 	AllPhases bool
+	// RunID, when set, names the sharded run (the same on every shard).
+	RunID string
 
 	mu          sync.Mutex
 	begun       bool
@@ -154,7 +156,7 @@ func (s *Shard) note(r report.ShardRate) {
 func (s *Shard) Info(host string) *report.ShardInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := &report.ShardInfo{Index: s.Index, Count: s.Count, Host: host, AllPhases: s.AllPhases, StartLatenessMS: s.latenessMS,
+	in := &report.ShardInfo{Index: s.Index, Count: s.Count, Host: host, RunID: s.RunID, AllPhases: s.AllPhases, StartLatenessMS: s.latenessMS,
 		ClockOffsetMS: s.clockMS, ClockOffsetUncertaintyMS: s.clockUncMS, ClockNote: s.clockNote, Points: append([]report.ShardRate{}, s.points...)}
 	if !s.StartAt.IsZero() {
 		t := s.StartAt.UTC()

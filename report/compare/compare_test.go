@@ -350,7 +350,7 @@ func routeSession(t *testing.T, sets ...string) *report.Report {
 		t.Fatal(err)
 	}
 	r.Status = report.StatusPass
-	r.Host = report.Host{OS: "linux", Arch: "amd64"}
+	r.Host = report.Host{OS: "linux", Arch: "amd64", CPUCores: 1} // schema-valid: Decode checks it
 	// As read back by tollgate compare.
 	b, err := json.Marshal(r)
 	if err != nil {

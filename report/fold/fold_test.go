@@ -112,7 +112,7 @@ func TestShardsEqualOneFoldOverTheirUnion(t *testing.T) {
 		}
 		reports, files = append(reports, back), append(files, fmt.Sprintf("shard-%d.json", sh))
 	}
-	m, err := Merge(reports, files)
+	m, err := Merge(reports, files, MergeOptions{MaxStartLateness: DefaultMaxStartLateness})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/report"
 )
@@ -29,7 +31,14 @@ var ErrMerge = errors.New("cannot merge")
 // shards' own figures under the phase's shards. Phases only shard 0 ran
 // are shard 0's. Samples are concatenated, in point and index order. The
 // result is not gated: tollgate judge gates it.
-func Merge(shards []*report.Report, files []string) (*report.Report, error) {
+//
+// Before merging it checks that the shards are one run (see checkSet and
+// checkWindows: the same run_id and start_at, windows that overlap and
+// are in order, none before start_at), else ErrMerge. A shard that began
+// its first load point more than opt.MaxStartLateness after start_at
+// makes the merge's measurement invalid: it is merged all the same, with
+// a report.InvalidShardLate finding under invalid and the status error.
+func Merge(shards []*report.Report, files []string, opt MergeOptions) (*report.Report, error) {
 	if len(shards) == 0 {
 		return nil, fmt.Errorf("%w: no shard reports given", ErrMerge)
 	}
@@ -44,6 +53,9 @@ func Merge(shards []*report.Report, files []string) (*report.Report, error) {
 	names := make([]string, len(shards))
 	for i, pos := range order {
 		byIndex[i], names[i] = shards[pos], files[pos]
+	}
+	if err := checkWindows(byIndex, names); err != nil {
+		return nil, err
 	}
 	first := byIndex[0]
 	out := &report.Report{}
@@ -102,10 +114,51 @@ func Merge(shards []*report.Report, files []string) (*report.Report, error) {
 			run.Phases[ph] = m
 		}
 	}
+	out.Invalid = lateShards(byIndex, names, opt.MaxStartLateness)
+	if len(out.Invalid) > 0 {
+		out.Status = report.StatusError
+	}
 	if out.Incomplete {
 		out.Status = report.StatusIncomplete
 	}
 	return out, nil
+}
+
+// MergeOptions are what Merge accepts of the shards' start.
+type MergeOptions struct {
+	// MaxStartLateness is how long after the shared start_at a shard may
+	// begin its first load point before the merge's measurement is
+	// invalid. The zero value accepts no lateness at all.
+	MaxStartLateness time.Duration
+}
+
+// DefaultMaxStartLateness is the lateness tollgate merge accepts unless
+// told otherwise. A shard on time waits for start_at and records 0; the
+// clocks of hosts kept by NTP agree within about 10 ms. 100 ms is ten
+// times that, and about one time to first token of a loaded server: a
+// shard later than that has missed enough of its open-loop arrivals (5
+// of them at 200 req/s over 4 shards) that sending them late, at once,
+// shows in the latencies measured. It is an absolute bound, not a share
+// of the phase's duration: the burst a late shard sends grows with the
+// rate and the lateness, not with how long the phase runs.
+const DefaultMaxStartLateness = 100 * time.Millisecond
+
+// lateShards is a finding for each shard that began later than max after
+// start_at.
+func lateShards(byIndex []*report.Report, names []string, bound time.Duration) []report.Invalidity {
+	var out []report.Invalidity
+	for i, r := range byIndex {
+		late := r.Shard.StartLatenessMS
+		if r.Shard.StartAt == nil || late == nil || *late <= float64(bound)/float64(time.Millisecond) {
+			continue
+		}
+		out = append(out, report.Invalidity{Reason: report.InvalidShardLate, Path: fmt.Sprintf("/shards/%d/start_lateness_ms", i),
+			Message: fmt.Sprintf("shard %d (%s, host %s) began its first load point %.0f ms after start_at %s, more than the %s a merge accepts: "+
+				"the shards did not load the server together (an open loop's missed arrivals went out late, at once); "+
+				"start the shards with more lead, or accept it with tollgate merge --max-start-lateness",
+				i, names[i], r.Shard.Host, *late, r.Shard.StartAt.UTC().Format(time.RFC3339Nano), bound)})
+	}
+	return out
 }
 
 func mergedStatus(a, b string) string {
@@ -139,6 +192,14 @@ func checkSet(shards []*report.Report, files []string) error {
 			}
 			errs = append(errs, fmt.Errorf("%s and %s are shards of different scenarios (they differ in: %s)", files[0], files[i], strings.Join(diff, "; ")))
 		}
+		if r.Shard.RunID != f.Shard.RunID {
+			errs = append(errs, fmt.Errorf("%s and %s are shards of different runs: shard.run_id %s and %s (give every shard of one run the same --run-id)",
+				files[0], files[i], orNone(f.Shard.RunID), orNone(r.Shard.RunID)))
+		}
+		if a, b := f.Shard.StartAt, r.Shard.StartAt; (a == nil) != (b == nil) || (a != nil && !a.Equal(*b)) {
+			errs = append(errs, fmt.Errorf("%s and %s are shards of different runs: shard.start_at %s and %s (every shard of one run is given the same --start-at)",
+				files[0], files[i], timeOrNone(a), timeOrNone(b)))
+		}
 		if r.Shard.Count != n {
 			errs = append(errs, fmt.Errorf("%s is shard %d of %d, but %s is of %d", files[i], r.Shard.Index, r.Shard.Count, files[0], n))
 			continue
@@ -168,6 +229,121 @@ func checkSet(shards []*report.Report, files []string) error {
 	}
 	return nil
 }
+
+func orNone(id string) string {
+	if id == "" {
+		return "(none)"
+	}
+	return strconv.Quote(id)
+}
+
+func timeOrNone(t *time.Time) string {
+	if t == nil {
+		return "(none)"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// windowSlack is how far apart the windows of one load point on two
+// shards may be, on their own clocks, and still be one run: a second,
+// plus how far the shards' clocks are known to disagree.
+const windowSlack = time.Second
+
+// checkWindows refuses load points whose windows cannot be one run's: a
+// window out of order or of no length, a first send before the shared
+// start_at, or shards whose windows of one point do not overlap (by more
+// than windowSlack and the spread of their clock offsets): they did not
+// load the server at the same time. byIndex is in shard order.
+func checkWindows(byIndex []*report.Report, names []string) error {
+	var errs []error
+	slack := windowSlack + clockSpread(byIndex)
+	first := byIndex[0]
+	for _, run := range first.RunOrder {
+		for _, ph := range first.Runs[run].PhaseOrder {
+			base := first.Runs[run].Phases[ph]
+			if base == nil {
+				continue
+			}
+			for j := range base.Points {
+				var ws []*report.Window
+				var who []int
+				for i, r := range byIndex {
+					rr := r.Runs[run]
+					if rr == nil || rr.Phases[ph] == nil || j >= len(rr.Phases[ph].Points) {
+						continue // said by Merge
+					}
+					w := rr.Phases[ph].Points[j].Window
+					if w == nil {
+						continue
+					}
+					where := fmt.Sprintf("%s: /runs/%s/phases/%s/points/%d/window", names[i], run, ph, j)
+					switch {
+					case w.LastSend.Before(w.FirstSend) || w.LastEnd.Before(w.LastSend):
+						errs = append(errs, fmt.Errorf("%s is out of order (first_send %s, last_send %s, last_end %s)", where, ts(w.FirstSend), ts(w.LastSend), ts(w.LastEnd)))
+						continue
+					case w.Sent > 0 && !w.LastEnd.After(w.FirstSend):
+						errs = append(errs, fmt.Errorf("%s has no length (first_send = last_end = %s) for %d requests sent", where, ts(w.FirstSend), w.Sent))
+						continue
+					case r.Shard.StartAt != nil && w.FirstSend.Before(*r.Shard.StartAt):
+						errs = append(errs, fmt.Errorf("%s: first_send %s is before shard.start_at %s: a shard sends nothing before the shared start", where, ts(w.FirstSend), ts(*r.Shard.StartAt)))
+						continue
+					}
+					ws, who = append(ws, w), append(who, i)
+				}
+				if err := overlap(ws, who, names, slack, fmt.Sprintf("%s/%s point %d", run, ph, j)); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrMerge, errors.Join(errs...))
+	}
+	return nil
+}
+
+// overlap refuses windows of one point that do not all share an instant,
+// within slack: the one that starts latest against the one that ends
+// earliest.
+func overlap(ws []*report.Window, who []int, names []string, slack time.Duration, point string) error {
+	if len(ws) < 2 {
+		return nil
+	}
+	late, early := 0, 0
+	for k, w := range ws {
+		if w.FirstSend.After(ws[late].FirstSend) {
+			late = k
+		}
+		if w.LastEnd.Before(ws[early].LastEnd) {
+			early = k
+		}
+	}
+	gap := ws[late].FirstSend.Sub(ws[early].LastEnd)
+	if gap <= slack {
+		return nil
+	}
+	return fmt.Errorf("%s and %s are not shards of one run: their windows of %s do not overlap (first_send %s is %s after last_end %s): they did not load the server together",
+		names[who[early]], names[who[late]], point, ts(ws[late].FirstSend), gap.Round(time.Millisecond), ts(ws[early].LastEnd))
+}
+
+// clockSpread is how far apart the shards' measured clock offsets are,
+// uncertainties included; 0 when fewer than two measured them.
+func clockSpread(byIndex []*report.Report) time.Duration {
+	lo, hi, n := math.Inf(1), math.Inf(-1), 0
+	for _, r := range byIndex {
+		off, unc := r.Shard.ClockOffsetMS, r.Shard.ClockOffsetUncertaintyMS
+		if off == nil || unc == nil {
+			continue
+		}
+		lo, hi, n = min(lo, *off-*unc), max(hi, *off+*unc), n+1
+	}
+	if n < 2 {
+		return 0
+	}
+	return time.Duration((hi - lo) * float64(time.Millisecond))
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func deepCopy(in, out *report.Report) error {
 	b, err := json.Marshal(in)

@@ -73,7 +73,7 @@ func TestMergeIsExact(t *testing.T) {
 				}
 				reps, files = append(reps, r), append(files, fmt.Sprintf("shard-%d.json", i))
 			}
-			m, err := Merge(reps, files)
+			m, err := Merge(reps, files, MergeOptions{MaxStartLateness: DefaultMaxStartLateness})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestMergeRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := []string{"a.json", "b.json", "c.json"}[:len(tc.reps)]
-			_, err := Merge(tc.reps, files)
+			_, err := Merge(tc.reps, files, MergeOptions{MaxStartLateness: DefaultMaxStartLateness})
 			if !errors.Is(err, ErrMerge) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want ErrMerge naming %q", err, tc.want)
 			}
@@ -148,5 +148,120 @@ func TestWriteHourOfShards(t *testing.T) {
 		if err := report.WriteFile(filepath.Join(dir, fmt.Sprintf("shard-%02d.json", i)), b); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMergeProvesOneRun: shards that are not one run's are refused,
+// naming the files and the field that shows it.
+func TestMergeProvesOneRun(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	later := start.Add(2 * time.Minute)
+	pair := func(edit func(a, b *report.Report)) []*report.Report {
+		a, _ := synthShard(0, 2, 10, start, time.Second)
+		b, _ := synthShard(1, 2, 10, start, time.Second)
+		edit(a, b)
+		return []*report.Report{a, b}
+	}
+	window := func(r *report.Report) *report.Window { return r.Runs["server"].Phases["load"].Points[0].Window }
+	shift := func(r *report.Report, d time.Duration) {
+		w := window(r)
+		w.FirstSend, w.LastSend, w.LastEnd = w.FirstSend.Add(d), w.LastSend.Add(d), w.LastEnd.Add(d)
+	}
+	for _, tc := range []struct {
+		name string
+		reps []*report.Report
+		want string // "": merged
+	}{
+		{"one run", pair(func(a, b *report.Report) {}), ""},
+		{"the same run id and start", pair(func(a, b *report.Report) {
+			a.Shard.RunID, b.Shard.RunID = "job-7f3a", "job-7f3a"
+			a.Shard.StartAt, b.Shard.StartAt = &start, &start
+		}), ""},
+		{"different run ids", pair(func(a, b *report.Report) { a.Shard.RunID, b.Shard.RunID = "job-1", "job-2" }),
+			`a.json and b.json are shards of different runs: shard.run_id "job-1" and "job-2"`},
+		{"a run id on one shard only", pair(func(a, b *report.Report) { a.Shard.RunID = "job-1" }),
+			`shard.run_id "job-1" and (none)`},
+		{"different starts", pair(func(a, b *report.Report) { a.Shard.StartAt, b.Shard.StartAt = &start, &later; shift(b, 2*time.Minute) }),
+			"a.json and b.json are shards of different runs: shard.start_at 2026-03-01T12:00:00Z and 2026-03-01T12:02:00Z"},
+		{"windows two minutes apart", pair(func(a, b *report.Report) { shift(b, 2*time.Minute) }),
+			"a.json and b.json are not shards of one run: their windows of server/load point 0 do not overlap (first_send 2026-03-01T12:02:00.001Z is 1m58.001s after last_end 2026-03-01T12:00:02Z)"},
+		{"windows apart by less than the clocks disagree", pair(func(a, b *report.Report) {
+			shift(b, 3*time.Second) // 1 s apart: within 1 s + the clocks' spread
+			a.Shard.ClockOffsetMS, a.Shard.ClockOffsetUncertaintyMS = report.F(-400), report.F(5)
+			b.Shard.ClockOffsetMS, b.Shard.ClockOffsetUncertaintyMS = report.F(400), report.F(5)
+		}), ""},
+		{"a window backwards", pair(func(a, b *report.Report) { window(b).LastSend = window(b).FirstSend.Add(-time.Second) }),
+			"b.json: /runs/server/phases/load/points/0/window is out of order"},
+		{"a window of no length", pair(func(a, b *report.Report) {
+			w := window(b)
+			w.LastSend, w.LastEnd = w.FirstSend, w.FirstSend
+		}), "b.json: /runs/server/phases/load/points/0/window has no length"},
+		{"a send before the start", pair(func(a, b *report.Report) {
+			at := start.Add(time.Minute)
+			a.Shard.StartAt, b.Shard.StartAt = &at, &at
+		}), "a.json: /runs/server/phases/load/points/0/window: first_send 2026-03-01T12:00:00Z is before shard.start_at 2026-03-01T12:01:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Merge(tc.reps, []string{"a.json", "b.json"}, MergeOptions{MaxStartLateness: DefaultMaxStartLateness})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if len(m.Invalid) != 0 {
+					t.Errorf("invalid: %v", m.Invalid)
+				}
+				return
+			}
+			if !errors.Is(err, ErrMerge) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v\nwant ErrMerge naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestMergeFlagsALateShard: a shard that began later than the bound after
+// start_at is merged, and the merge says its measurement is invalid.
+func TestMergeFlagsALateShard(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		late  float64 // shard 1's start_lateness_ms
+		bound time.Duration
+		want  bool // invalid
+	}{
+		{"on time", 0, DefaultMaxStartLateness, false},
+		{"at the bound", 100, DefaultMaxStartLateness, false},
+		{"late", 731, DefaultMaxStartLateness, true},
+		{"just past the bound", 100.5, DefaultMaxStartLateness, true},
+		{"late and accepted", 731, time.Second, false},
+		{"any lateness with a bound of 0", 0.5, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reps []*report.Report
+			for i := range 2 {
+				r, _ := synthShard(i, 2, 10, start, time.Second)
+				r.Shard.StartAt, r.Shard.StartLatenessMS = &start, report.F(0)
+				reps = append(reps, r)
+			}
+			reps[1].Shard.StartLatenessMS = report.F(tc.late)
+			m, err := Merge(reps, []string{"a.json", "b.json"}, MergeOptions{MaxStartLateness: tc.bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(m.Invalid) > 0; got != tc.want {
+				t.Fatalf("invalid %v, want %v", m.Invalid, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			f := m.Invalid[0]
+			if len(m.Invalid) != 1 || f.Reason != report.InvalidShardLate || f.Path != "/shards/1/start_lateness_ms" ||
+				!strings.Contains(f.Message, "shard 1 (b.json, host host-1) began its first load point") || m.Status != report.StatusError {
+				t.Errorf("status %s, invalid %+v", m.Status, m.Invalid)
+			}
+			if _, err := report.Marshal(m); err != nil {
+				t.Errorf("the invalid merge does not validate: %v", err)
+			}
+		})
 	}
 }
