@@ -91,6 +91,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, r *report.Report, opts Opt
 			failed = append(failed, run.Name+": "+rr.Error)
 		}
 		r.Runs[run.Name] = rr
+		r.Invalid = append(r.Invalid, rr.Invalid...)
 	}
 	r.EndedAt = now().UTC()
 	if err := ctx.Err(); err != nil {
@@ -256,6 +257,7 @@ func Shape(sc *scenarios.Scenario) (*report.Report, error) {
 		}
 		decorate(rr, run)
 		r.Runs[run.Name] = rr
+		r.Invalid = append(r.Invalid, rr.Invalid...)
 	}
 	return r, nil
 }

@@ -97,6 +97,10 @@ func Check(v any) []Violation {
 	return c.out
 }
 
+// Pointer is the JSON pointer (RFC 6901) of a report's path, one token
+// each (runs, sim, phases, load, points, 0).
+func Pointer(tokens ...string) string { return pointer(tokens) }
+
 // pointer is a JSON pointer (RFC 6901) of path.
 func pointer(path []string) string {
 	if len(path) == 0 {

@@ -64,6 +64,9 @@ const (
 	// InvalidShardLate: a shard of a merge began its first load point
 	// later after the shared --start-at than the merge accepts.
 	InvalidShardLate = "shard_late"
+	// InvalidDispatchLag: at an open-loop point the client fell behind its
+	// own schedule (dispatch_lag_ms.p99) by more than the phase accepts.
+	InvalidDispatchLag = "dispatch_lag"
 )
 
 // Tool names the program that wrote the report.
@@ -97,11 +100,15 @@ type Host struct {
 
 // Run is one target × matrix combination.
 type Run struct {
-	Name       string            `json:"name"`
-	Params     map[string]string `json:"params"`
-	Target     Target            `json:"target"`
-	Status     string            `json:"status"` // ok | error
-	Error      string            `json:"error,omitempty"`
+	Name   string            `json:"name"`
+	Params map[string]string `json:"params"`
+	Target Target            `json:"target"`
+	Status string            `json:"status"` // ok | error
+	Error  string            `json:"error,omitempty"`
+	// Invalid are the run's findings that its measurement cannot be
+	// trusted; the engine lifts them into Report.Invalid, where they are
+	// kept.
+	Invalid    []Invalidity      `json:"-"`
 	Phases     map[string]*Phase `json:"phases"`
 	PhaseOrder []string          `json:"phase_order"`
 
@@ -281,11 +288,21 @@ type LoadPoint struct {
 	Concurrency int     `json:"concurrency,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
 	*ServingMetrics
-	// QueueMS is scheduled send time → actual send time, per request.
+	// QueueMS is scheduled send time → the request's first byte written,
+	// per request: getting a connection (pool wait, dial, TLS) included.
 	QueueMS Stat `json:"queue_ms"`
-	// DurationS is first send → last completion.
+	// DispatchLagMS is how late the client woke for each scheduled send:
+	// its own lateness, apart from waits for max_in_flight (open loop only).
+	DispatchLagMS Stat `json:"dispatch_lag_ms"`
+	// TTFTFromScheduleMS and E2EFromScheduleMS are ttft_ms and e2e_ms
+	// counted from the scheduled send time, per successful request: a
+	// late send adds its lateness (coordinated omission shows).
+	TTFTFromScheduleMS Stat `json:"ttft_from_schedule_ms"`
+	E2EFromScheduleMS  Stat `json:"e2e_from_schedule_ms"`
+	// DurationS is first write → last completion.
 	DurationS float64 `json:"duration_s"`
-	// AchievedRatePerS is requests sent ÷ (last send − first send).
+	// AchievedRatePerS is (requests written − 1) ÷ (last write − first
+	// write): the rate the server was offered.
 	AchievedRatePerS      *float64 `json:"achieved_rate_per_s,omitempty"`
 	RequestThroughputPerS *float64 `json:"request_throughput_per_s,omitempty"`
 	OutputTokensPerS      *float64 `json:"output_tokens_per_s,omitempty"`

@@ -54,7 +54,8 @@ type Window struct {
 	FirstSend time.Time `json:"first_send"`
 	LastSend  time.Time `json:"last_send"`
 	LastEnd   time.Time `json:"last_end"`
-	// Sent counts requests sent (achieved_rate_per_s is over them).
+	// FirstSend and LastSend are the first and last request written;
+	// Sent counts requests written (achieved_rate_per_s is over them).
 	Sent int `json:"sent"`
 	// E2ESumMS is Σ e2e over every request, failed ones included
 	// (achieved_concurrency = E2ESumMS / 1000 / duration_s).

@@ -30,12 +30,16 @@ type TraceReplay struct {
 	// TraceRatePerS is the trace's mean arrival rate after the time scale:
 	// (requests − 1) ÷ (last − first offset) × speed.
 	TraceRatePerS *float64 `json:"trace_rate_per_s,omitempty"`
-	// AchievedRatePerS is (sent − 1) ÷ (last send − first send).
+	// AchievedRatePerS is (requests written − 1) ÷ (last write − first
+	// write).
 	AchievedRatePerS *float64 `json:"achieved_rate_per_s,omitempty"`
 	// QueueMS is scheduled send time (the trace offset ÷ speed from the
-	// phase's start) → actual send time, per request: the replay's
-	// lateness. Offsets are absolute, so lateness never accumulates.
-	QueueMS Stat `json:"queue_ms"`
+	// phase's start) → the request's first byte written, per request: the
+	// replay's lateness. Offsets are absolute, so lateness never
+	// accumulates. DispatchLagMS is the part of it that is the client's
+	// own (see LoadPoint).
+	QueueMS       Stat `json:"queue_ms"`
+	DispatchLagMS Stat `json:"dispatch_lag_ms"`
 	// TraceInputTokens and TraceOutputTokens are the trace's sizes, summed
 	// over the requests sent (compare the phase's prompt_tokens).
 	TraceInputTokens  int64 `json:"trace_input_tokens"`

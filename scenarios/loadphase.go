@@ -6,7 +6,7 @@ import "strings"
 // Its keys and checks; its row is in phaseKindTable.
 
 var loadKeys = []string{"kind", "description", "concurrency", "rate", "arrival", "burstiness", "requests", "duration", "ramp_up",
-	"sweep", "max_in_flight", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate", "stop_when_saturated"}
+	"sweep", "max_in_flight", "max_dispatch_lag", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix", "max_error_rate", "stop_when_saturated"}
 
 // checkLoad applies the defaults of a load phase and checks its shape.
 func checkLoad(e *errs, p *Phase, path string) {

@@ -436,16 +436,19 @@ type Phase struct {
 	TraceInfo *TraceInfo `yaml:"-" json:"-"`
 
 	// Load phases.
-	Concurrency int          `yaml:"concurrency" json:"concurrency,omitempty"`
-	Rate        float64      `yaml:"rate" json:"rate,omitempty"`
-	Arrival     string       `yaml:"arrival" json:"arrival,omitempty"`
-	Burstiness  float64      `yaml:"burstiness" json:"burstiness,omitempty"`
-	Duration    Duration     `yaml:"duration" json:"duration"`
-	RampUp      Duration     `yaml:"ramp_up" json:"ramp_up"`
-	MaxInFlight int          `yaml:"max_in_flight" json:"max_in_flight,omitempty"`
-	Sweep       Sweep        `yaml:"sweep" json:"sweep"`
-	SLO         SLO          `yaml:"slo" json:"slo,omitempty"`
-	Shared      SharedPrefix `yaml:"shared_prefix" json:"shared_prefix"`
+	Concurrency int      `yaml:"concurrency" json:"concurrency,omitempty"`
+	Rate        float64  `yaml:"rate" json:"rate,omitempty"`
+	Arrival     string   `yaml:"arrival" json:"arrival,omitempty"`
+	Burstiness  float64  `yaml:"burstiness" json:"burstiness,omitempty"`
+	Duration    Duration `yaml:"duration" json:"duration"`
+	RampUp      Duration `yaml:"ramp_up" json:"ramp_up"`
+	MaxInFlight int      `yaml:"max_in_flight" json:"max_in_flight,omitempty"`
+	// MaxDispatchLag bounds the client's own lateness (dispatch_lag_ms.p99)
+	// at an open-loop point; nil: the default rule (live.DispatchLagBound).
+	MaxDispatchLag *Duration    `yaml:"max_dispatch_lag" json:"max_dispatch_lag,omitempty"`
+	Sweep          Sweep        `yaml:"sweep" json:"sweep"`
+	SLO            SLO          `yaml:"slo" json:"slo,omitempty"`
+	Shared         SharedPrefix `yaml:"shared_prefix" json:"shared_prefix"`
 	// StopWhenSaturated ends a sweep after its first saturated point.
 	StopWhenSaturated bool `yaml:"stop_when_saturated" json:"stop_when_saturated,omitempty"`
 	// Capacity is a capacity phase's search (see capacity.go).

@@ -48,7 +48,7 @@ func (t *TraceInfo) ReplayRate() float64 {
 	return float64(t.Requests-1) / span
 }
 
-var traceKeys = []string{"kind", "description", "trace", "requests", "max_tokens", "max_in_flight", "seed", "max_error_rate"}
+var traceKeys = []string{"kind", "description", "trace", "requests", "max_tokens", "max_in_flight", "max_dispatch_lag", "seed", "max_error_rate"}
 
 // checkTrace applies a trace phase's defaults and streams the trace once,
 // so a bad line is an error before anything is sent.

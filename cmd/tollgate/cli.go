@@ -516,14 +516,16 @@ func writeOutputs(rep, base *report.Report, out *outputs, scenarioFile string, w
 // --no-gate) and returns what the verdict policy needs, and why the gates
 // could not be judged, if they could not (one error each).
 func judge(rep *report.Report, r *runSetup, o *runOptions, completed, stopped bool) (gates.Outcome, []error) {
-	verdict := gates.Outcome{Completed: completed, Interrupted: stopped, NotGated: o.noGate}
+	// An invalid measurement is judged (its gates may say why) but exits
+	// 3, as a run that did not complete does.
+	errs := invalidErrs(rep)
+	verdict := gates.Outcome{Completed: completed && len(errs) == 0, Interrupted: stopped, NotGated: o.noGate}
 	if stopped {
 		rep.Incomplete = true
 	}
 	if stopped || o.noGate {
-		return verdict, nil
+		return verdict, errs
 	}
-	var errs []error
 	env, err := gates.Env(rep, r.p.sc.Vars)
 	if err != nil {
 		errs = append(errs, err)

@@ -132,9 +132,7 @@ func judgeSaved(rep *report.Report, p *prepared, baseEnv map[string]any) (gates.
 	for _, run := range failed {
 		errs = append(errs, fmt.Errorf("run %s did not complete: %s", run.Name, run.Error))
 	}
-	for _, f := range rep.Invalid {
-		errs = append(errs, fmt.Errorf("the measurement is invalid (%s at %s): %s", f.Reason, f.Path, f.Message))
-	}
+	errs = append(errs, invalidErrs(rep)...)
 	if view.Interrupted(rep) {
 		errs = append(errs, errors.New("the report is incomplete (its run was interrupted); its gates are not judged"))
 		verdict.Completed, verdict.Unjudged = false, true
@@ -181,3 +179,12 @@ func fieldList(fields []string) string {
 
 // errOtherScenario is a saved report measured by another scenario.
 var errOtherScenario = errors.New("its scenario's identity differs")
+
+// invalidErrs says why rep's measurement is invalid, one error each.
+func invalidErrs(rep *report.Report) []error {
+	var errs []error
+	for _, f := range rep.Invalid {
+		errs = append(errs, fmt.Errorf("the measurement is invalid (%s at %s): %s", f.Reason, f.Path, f.Message))
+	}
+	return errs
+}

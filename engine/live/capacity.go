@@ -339,7 +339,8 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 			return
 		}
 		smp := sampleOf(out, 0, p.Name, "", i, 0)
-		pt.Add(fold.Request{Sample: &smp, Name: requestName(p.Name, fmt.Sprintf("probe %g", v), i), Scheduled: scheduled, Sent: sent, End: end})
+		st, wr := sendTimes(out, sent)
+		pt.Add(fold.Request{Sample: &smp, Name: requestName(p.Name, fmt.Sprintf("probe %g", v), i), Scheduled: scheduled, Start: st, Written: wr, End: end})
 	})
 	stopSending()
 	<-watchDone

@@ -113,9 +113,10 @@ func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 		if canceledByUs(res, jobCtx.Err()) {
 			return // stopped by us or the user: not the server's error
 		}
+		start, written := sendTimes(res, sent)
 		e := entry{res: res, retries: retries, point: s.label, index: i, startMS: float64(sent.Sub(started).Microseconds()) / 1000}
 		_, spent := s.rec.record(e, func(smp *report.RequestSample, name string) {
-			s.pt.Add(fold.Request{Sample: smp, Name: name, Scheduled: scheduled, Sent: sent, End: end})
+			s.pt.Add(fold.Request{Sample: smp, Name: name, Scheduled: scheduled, Start: start, Written: written, End: end})
 		})
 		if s.recorded == nil {
 			return
@@ -131,11 +132,24 @@ func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 	cancel()
 	cancelJobs()
 	tick()
-	s.pt.Sent(out.res.Sent, out.res.LastSend)
+	s.pt.Lag(out.res.DispatchLag)
 	// The executor's count stands only where no job ran (the shape).
 	s.pt.Peak(out.res.PeakInFlight)
 	if out.ran > 0 {
 		s.pt.Peak(peakHeld)
 	}
 	return out
+}
+
+// sendTimes are a request's send timestamp and first write; a client that
+// writes no bytes (the shape) sends when the executor did.
+func sendTimes(res measure.Result, sent time.Time) (start, written time.Time) {
+	start, written = res.Start, res.Written
+	if start.IsZero() {
+		start = sent
+	}
+	if written.IsZero() && res.Err == nil {
+		written = start
+	}
+	return start, written
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -132,6 +133,7 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 				next = base + p.Requests.Count
 			}
 		}
+		r.checkLag(p, report.Pointer("runs", r.run.Name, "phases", p.Name, "points", strconv.Itoa(len(ph.Points))), " "+sp.label(), lp.DispatchLagMS, lp.TTFTMS.P50)
 		ph.Points = append(ph.Points, lp)
 		if p.StopWhenSaturated {
 			if stop := saturatedPoint(lp, recs, res, sp.rate > 0); stop != "" && len(ph.Points) < len(specs) {

@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
+	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // Shape returns the report a live run will produce, with placeholder values,
@@ -158,12 +159,18 @@ func (s *shapeSender) calibrate(_ context.Context, target int, _ int64, _ measur
 
 // execute runs two jobs a millisecond apart, so every rate and duration of
 // a load point is defined.
-func (s *shapeSender) execute(ctx context.Context, _ load.Plan, job load.Job) load.Result {
+// An open loop's dispatch lag has figures, as the executor's would.
+func (s *shapeSender) execute(ctx context.Context, plan load.Plan, job load.Job) load.Result {
 	t0 := time.Unix(0, 0)
 	t1 := t0.Add(time.Millisecond)
 	job(ctx, 0, t0, t0)
 	job(ctx, 1, t1, t1)
-	return load.Result{Sent: 2, Start: t0, LastSend: t1, End: t1, PeakInFlight: 1}
+	res := load.Result{Sent: 2, Start: t0, LastSend: t1, End: t1, PeakInFlight: 1}
+	if plan.Concurrency == 0 {
+		res.DispatchLag = stats.New()
+		_, _ = res.DispatchLag.Add(0), res.DispatchLag.Add(0)
+	}
+	return res
 }
 
 // scrapeMetrics gives one series of each type that changes between the

@@ -262,7 +262,7 @@ func (traceKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 	rec.close(ph)
 	lp := pt.Close(false)
 	t := &report.TraceReplay{File: p.Trace.File, Format: p.Trace.Format, Speed: 1 / info.Scale, Requests: info.Requests, Sent: res.Sent,
-		QueueMS: lp.QueueMS, TraceInputTokens: inSum, TraceOutputTokens: outSum, PeakInFlight: lp.PeakInFlight,
+		QueueMS: lp.QueueMS, DispatchLagMS: lp.DispatchLagMS, TraceInputTokens: inSum, TraceOutputTokens: outSum, PeakInFlight: lp.PeakInFlight,
 		AchievedRatePerS: lp.AchievedRatePerS, DurationS: lp.DurationS}
 	if rate := info.ReplayRate(); rate > 0 {
 		t.TraceRatePerS = report.F(rate)
@@ -274,6 +274,7 @@ func (traceKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 		t.ServerCacheHitRate = report.F(float64(cachedSum) / float64(promptSum))
 	}
 	ph.Trace = t
+	r.checkLag(p, report.Pointer("runs", r.run.Name, "phases", p.Name, "trace"), "", lp.DispatchLagMS, lp.TTFTMS.P50)
 	if sched.full {
 		ph.Warnings = append(ph.Warnings, fmt.Sprintf("trace: more than %d distinct hash ids; trace_cache_hit_rate counts only the first %d and is a lower bound", maxSeenHashIDs, maxSeenHashIDs))
 	}

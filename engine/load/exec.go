@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/stats"
 )
 
 // Clock is the time source of the executor; tests use a fake one.
@@ -68,6 +70,11 @@ type Result struct {
 	End      time.Time
 	// PeakInFlight is the most requests in flight at once.
 	PeakInFlight int64
+	// DispatchLag is, per open-loop send, how late the executor woke for
+	// it (woke − scheduled, ms): the client's own lateness (a starved
+	// CPU, a late timer), apart from waiting for max_in_flight, which is
+	// the server's slowness showing. Nil for a closed loop.
+	DispatchLag *stats.Histogram
 }
 
 // Execute runs a plan to completion or until ctx ends. It returns after every
@@ -146,6 +153,7 @@ func Execute(ctx context.Context, p Plan, job Job) Result {
 		maxIn = 10000
 	}
 	sem := make(chan struct{}, maxIn)
+	res.DispatchLag = stats.New()
 	for i := 0; p.MaxRequests == 0 || i < p.MaxRequests; i++ {
 		at := res.Start.Add(p.Schedule.Offset(i))
 		if !deadline.IsZero() && !at.Before(deadline) {
@@ -154,6 +162,9 @@ func Execute(ctx context.Context, p Plan, job Job) Result {
 		if clock.SleepUntil(ctx, at) != nil {
 			break
 		}
+		// A Start already past (a late shard) is lateness the shard
+		// reports apart (start_lateness_ms); it is counted here too.
+		_ = res.DispatchLag.Add(max(float64(clock.Now().Sub(at).Nanoseconds())/1e6, 0))
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():

@@ -134,6 +134,11 @@ type Result struct {
 	// StaleConnectionRetries counts sends repeated on a fresh connection
 	// because a reused one failed before any response byte (0 or 1).
 	StaleConnectionRetries int `json:"stale_connection_retries,omitempty"`
+	// Start is the send timestamp every offset of the request is from;
+	// Written is when its first byte was written (a connection obtained:
+	// pool wait, dial and TLS before it), zero when it never was. Both
+	// are of the attempt measured.
+	Start, Written time.Time `json:"-"`
 	// TargetPromptTokens is the request's (see Request).
 	TargetPromptTokens int `json:"-"`
 	// Reply is the answer itself, when Request.Transcript asked for it.

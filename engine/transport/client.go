@@ -372,7 +372,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	var headerClock measure.Result // where the first byte's time came from (discarded)
 	// Connection and write times, as offsets from start in ns; the trace
 	// fires again for a stale-connection retry, so the last attempt wins.
-	var dialStart, dialDone, tlsStart, tlsDone, gotConnAt, wroteAt atomic.Int64
+	var dialStart, dialDone, tlsStart, tlsDone, gotConnAt, headersAt, wroteAt atomic.Int64
 	since := func() int64 { return int64(time.Since(start)) }
 	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		ConnectStart:      func(string, string) { dialStart.Store(since()) },
@@ -392,6 +392,9 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 			}
 			gotConnAt.Store(since())
 		},
+		// The headers go into the connection's write buffer as soon as
+		// it is obtained: the request's first byte is written then.
+		WroteHeaders: func() { headersAt.Store(max(since(), 1)) },
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			wrote.Store(true)
 			wroteAt.Store(since())
@@ -399,6 +402,10 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		GotFirstResponseByte: func() { firstByte = arrival(conn.Load(), start, 0, &headerClock) },
 	}))
 	defer func() {
+		res.Start = start
+		if h := headersAt.Load(); h > 0 {
+			res.Written = start.Add(time.Duration(h))
+		}
 		if !gotConn.Load() {
 			return
 		}

@@ -9,16 +9,19 @@ import (
 )
 
 // Point folds the requests of one load point: a Slice plus the point's
-// window (first send → last completion), its lateness (queue_ms) and its
+// window (first write → last completion), its lateness (queue_ms, and the
+// client's own dispatch lag), its latencies from the schedule and its
 // goodput. Every rate and throughput of a load point is computed here, in
 // Close, from the window, for a run and for a merge of shards alike.
 type Point struct {
 	*Slice
-	queue *stats.Histogram
-	win   report.Window
-	have  bool // win holds at least one request
-	good  int
-	slo   map[string]float64
+	// queue is scheduled → first byte written; lag the executor's own
+	// lateness; fromSched TTFT and e2e counted from the scheduled time.
+	queue, lag, ttftSched, e2eSched *stats.Histogram
+	win                             report.Window
+	have                            bool // win holds at least one request
+	good                            int
+	slo                             map[string]float64
 	// peak is the most requests holding a connection at once (a merge adds
 	// the shards' peaks: an upper bound of the union's).
 	peak int64
@@ -27,27 +30,48 @@ type Point struct {
 // NewPoint returns an empty load point whose goodput counts requests
 // within every limit of slo (none: no goodput).
 func NewPoint(opt Options, slo map[string]float64) *Point {
-	return &Point{Slice: New(opt), queue: stats.New(), slo: slo}
+	return &Point{Slice: New(opt), queue: stats.New(), lag: stats.New(), ttftSched: stats.New(), e2eSched: stats.New(), slo: slo}
 }
 
 // Request is one recorded request of a load point: its sample and times.
 type Request struct {
 	Sample *report.RequestSample
 	Name   string
-	// Scheduled, Sent and End: when the schedule meant it to go, when it
-	// went, and when it completed or failed.
-	Scheduled, Sent, End time.Time
+	// Scheduled: when the schedule meant it to go. Start: the send
+	// timestamp its latencies are from. Written: when its first byte was
+	// written, connection set-up done (zero: never written, e.g. the
+	// connection was refused). End: when it completed or failed.
+	Scheduled, Start, Written, End time.Time
 }
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 // Add records one request.
 func (p *Point) Add(r Request) {
 	p.Slice.Add(r.Sample, r.Name)
-	_ = p.queue.Add(float64(r.Sent.Sub(r.Scheduled).Nanoseconds()) / 1e6)
-	if !p.have || r.Sent.Before(p.win.FirstSend) {
-		p.win.FirstSend = r.Sent
+	if !r.Written.IsZero() {
+		_ = p.queue.Add(ms(r.Written.Sub(r.Scheduled)))
+		if p.win.Sent == 0 || r.Written.Before(p.win.FirstSend) {
+			p.win.FirstSend = r.Written
+		}
+		if r.Written.After(p.win.LastSend) {
+			p.win.LastSend = r.Written
+		}
+		p.win.Sent++
+	}
+	// Latency as the schedule's user saw it: late sends add their
+	// lateness (coordinated omission shows), as wrk2 and k6 count it.
+	if late := ms(r.Start.Sub(r.Scheduled)); r.Sample.Error == nil {
+		if r.Sample.TTFTMS != nil {
+			_ = p.ttftSched.Add(*r.Sample.TTFTMS + late)
+		}
+		_ = p.e2eSched.Add(r.Sample.E2EMS + late)
 	}
 	if !p.have || r.End.After(p.win.LastEnd) {
 		p.win.LastEnd = r.End
+	}
+	if !p.have && p.win.Sent == 0 {
+		p.win.FirstSend = r.Start
 	}
 	p.have = true
 	// Time in flight counts for every request, failed ones included.
@@ -57,10 +81,12 @@ func (p *Point) Add(r Request) {
 	}
 }
 
-// Sent records what the executor sent: how many requests and when the
-// last went (requests stopped by the run itself are sent but not added).
-func (p *Point) Sent(n int, last time.Time) {
-	p.win.Sent, p.win.LastSend = n, last
+// Lag records the executor's dispatch lag (load.Result.DispatchLag; nil
+// for a closed loop).
+func (p *Point) Lag(h *stats.Histogram) {
+	if h != nil {
+		p.lag.Merge(h)
+	}
 }
 
 // Good is the successful requests within every SLO limit so far (every
@@ -97,8 +123,15 @@ func (p *Point) Merge(lp *report.LoadPoint, label string) error {
 	if err := p.Slice.Merge(lp.ServingMetrics, label); err != nil {
 		return err
 	}
-	if err := mergeInto(p.queue, lp.QueueMS); err != nil {
-		return fmt.Errorf("queue_ms: %w", err)
+	for _, m := range []struct {
+		name string
+		h    *stats.Histogram
+		st   report.Stat
+	}{{"queue_ms", p.queue, lp.QueueMS}, {"dispatch_lag_ms", p.lag, lp.DispatchLagMS},
+		{"ttft_from_schedule_ms", p.ttftSched, lp.TTFTFromScheduleMS}, {"e2e_from_schedule_ms", p.e2eSched, lp.E2EFromScheduleMS}} {
+		if err := mergeInto(m.h, m.st); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
 	}
 	p.peak += lp.PeakInFlight
 	if lp.Goodput != nil {
@@ -130,7 +163,8 @@ func (p *Point) Merge(lp *report.LoadPoint, label string) error {
 // Close is the point's figures; window keeps the window in it (shard
 // reports, merges). Concurrency and Rate are the caller's.
 func (p *Point) Close(window bool) *report.LoadPoint {
-	lp := &report.LoadPoint{ServingMetrics: p.Slice.Close(), QueueMS: p.stat(p.queue), PeakInFlight: p.peak}
+	lp := &report.LoadPoint{ServingMetrics: p.Slice.Close(), QueueMS: p.stat(p.queue), DispatchLagMS: p.stat(p.lag),
+		TTFTFromScheduleMS: p.stat(p.ttftSched), E2EFromScheduleMS: p.stat(p.e2eSched), PeakInFlight: p.peak}
 	if !p.have {
 		return lp
 	}
@@ -141,8 +175,8 @@ func (p *Point) Close(window bool) *report.LoadPoint {
 	}
 	dur := w.LastEnd.Sub(w.FirstSend).Seconds()
 	lp.DurationS = dur
-	// n sends span n − 1 gaps, from the first send to the last: the
-	// window they were written in, not the schedule's start.
+	// n requests written span n − 1 gaps, from the first write to the
+	// last: the window they were written in, not the schedule's start.
 	if span := w.LastSend.Sub(w.FirstSend).Seconds(); span > 0 && w.Sent > 1 {
 		lp.AchievedRatePerS = report.F(float64(w.Sent-1) / span)
 	}
