@@ -5,10 +5,15 @@ import "github.com/tollgate-dev/tollgate/report"
 // Exit codes of a run, as DESIGN.md defines them. CI acts on these; never
 // renumber.
 const (
-	ExitPass        = 0   // ran; every required gate passed
-	ExitGateFailed  = 1   // ran; at least one required gate failed
-	ExitNotJudged   = 3   // the run could not complete or be judged
-	ExitInterrupted = 130 // interrupted; a partial report was written
+	ExitPass       = 0 // ran; every required gate passed
+	ExitGateFailed = 1 // ran; at least one required gate failed
+	ExitNotJudged  = 3 // the run could not complete or be judged
+	// ExitInconclusive: ran and judged against a baseline, and at least one
+	// comparison could not be decided: over a threshold but not beyond
+	// noise, or noise that cannot be told. Never 0 unless accepted
+	// (--accept-inconclusive).
+	ExitInconclusive = 4
+	ExitInterrupted  = 130 // interrupted; a partial report was written
 )
 
 // Outcome is everything the verdict of a run depends on.

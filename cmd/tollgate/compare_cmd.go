@@ -13,7 +13,7 @@ import (
 )
 
 // compareUsage is the help of tollgate compare.
-const compareUsage = `Usage: tollgate compare OLD.json NEW.json [--fail-on METRIC.STAT:±N%]... [--fail-on-unknown] [--alpha P] [--markdown PATH] [--baseline-any]
+const compareUsage = `Usage: tollgate compare OLD.json NEW.json [--fail-on METRIC.STAT:±N%]... [--accept-inconclusive] [--fail-on-unknown] [--alpha P] [--confidence C] [--markdown PATH] [--baseline-any]
 
 Compares two reports of the same scenario metric by metric, like with like:
 per prompt size, variant and load point (a phase's distribution pooled over
@@ -24,28 +24,38 @@ runs when both were run with --repeat-runs 5 or more; exact for seam
 runs, which are deterministic; "cannot tell" otherwise).
 
 --fail-on ttft_ms.p50:+10% fails (exit 1) when a ttft_ms p50 rose more than
-10% beyond noise: a one-sided bootstrap test of "within +10%", corrected
-(Holm–Bonferroni) across every slice the thresholds select so that an
-unchanged build fails with at most 1% probability (--alpha). decode_tokens_per_s.p50:-5%
-fails when it dropped more than 5%. METRIC may be any dotted suffix of a
-metric's path, e.g. prefill.256.ttft_ms or
-runs["a/b"].phases.decode.seam_latency_ms. A breach that cannot be told from
-noise (fewer than 5 samples per slice, or none kept) is listed, with the
-samples that would tell it, and fails only with --fail-on-unknown.
+10% beyond noise: a one-sided test of "within +10%" (Yuen's trimmed-mean t
+test on the logarithms, with the spread shared by the slices of a phase, for
+a p50 and for anything repeated over runs; a bootstrap for p90, p95, p99 and
+the mean), corrected (Holm–Bonferroni) across every slice the thresholds
+select so that an unchanged build fails with at most 1% probability
+(--alpha). decode_tokens_per_s.p50:-5% fails when it dropped more than 5%.
+METRIC may be any dotted suffix of a metric's path, e.g. prefill.256.ttft_ms
+or runs["a/b"].phases.decode.seam_latency_ms. The limit must not be 0%.
+
+Every selected statistic is a regression, no regression or inconclusive: over
+its limit but not beyond noise, or with noise that cannot be told (fewer than
+5 samples per slice, or none kept). Inconclusive exits 4 unless
+--accept-inconclusive is given (--fail-on-unknown makes a breach that cannot
+be told a regression). The summary lists, per slice, the smallest change its
+data could detect and the samples per side that would detect the limit's.
 
 --markdown PATH writes the same comparison, judged the same way, as Markdown
 for a job summary or pull-request comment (- for stdout instead of the table).
 
 Exit codes: 0 no regression, 1 a --fail-on regression, 2 bad input (unreadable,
-not a report, incomparable reports, bad --fail-on or one naming no metric).
+not a report, incomparable reports, bad --fail-on or one naming no metric, an
+--alpha or --confidence out of range), 4 inconclusive (0 with --accept-inconclusive).
 `
 
 type compareOptions struct {
 	failOn        []string
 	failOnUnknown bool
+	acceptInconcl bool
 	baselineAny   bool
 	markdown      string
 	alpha         float64
+	confidence    float64
 }
 
 func compareFlags(stderr io.Writer) (*pflag.FlagSet, *compareOptions) {
@@ -54,6 +64,8 @@ func compareFlags(stderr io.Writer) (*pflag.FlagSet, *compareOptions) {
 	fs.SetOutput(stderr)
 	fs.StringArrayVar(&o.failOn, "fail-on", nil, "fail (exit 1) when `METRIC.STAT:±N%` is breached beyond noise, e.g. ttft_ms.p50:+10% (repeatable)")
 	fs.BoolVar(&o.failOnUnknown, "fail-on-unknown", false, "also fail on a --fail-on breach whose noise cannot be told (too few samples, or none)")
+	fs.BoolVar(&o.acceptInconcl, "accept-inconclusive", false, "exit 0, not 4, when a --fail-on statistic cannot be decided (over its limit within noise, or noise unknown)")
+	fs.Float64Var(&o.confidence, "confidence", compare.DefaultConfidence, "confidence level of the noise intervals the table shows, in (0, 1)")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the comparison as Markdown to `PATH` (- for stdout instead of the table)")
 	fs.Float64Var(&o.alpha, "alpha", compare.DefaultAlpha, "family-wise error rate of the --fail-on tests: the most often an unchanged build may fail, in (0, 0.5]")
 	fs.BoolVar(&o.baselineAny, "baseline-any", false, "compare reports of different scenarios, models or hosts")
@@ -86,8 +98,21 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err := writeComparison(res, o.markdown, stdout); err != nil {
 		return notJudged(err)
 	}
-	if len(res.Regressions) > 0 {
+	switch res.Verdict() {
+	case compare.Regressed:
 		return gateFailed(fmt.Errorf("%d regression(s) beyond --fail-on", len(res.Regressions)))
+	case compare.Inconclusive:
+		n := 0
+		for _, r := range res.Tested {
+			if r.Decision == compare.Inconclusive {
+				n++
+			}
+		}
+		if o.acceptInconcl {
+			return nil
+		}
+		return inconclusiveVerdict(fmt.Errorf("inconclusive: %d --fail-on statistic(s) could not be told from noise (exit %d); more samples per slice decide them (see the table), --accept-inconclusive accepts it",
+			n, ExitInconclusive))
 	}
 	return nil
 }
@@ -95,12 +120,15 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 // check refuses, before any report is read, arguments and flags that are
 // not a comparison: every bad --fail-on is named.
 func (o *compareOptions) check(fs *pflag.FlagSet) (compare.Options, error) {
-	opts := compare.Options{AllowAny: o.baselineAny, FailOnUnknown: o.failOnUnknown, Alpha: o.alpha}
+	opts := compare.Options{AllowAny: o.baselineAny, FailOnUnknown: o.failOnUnknown, Alpha: o.alpha, Confidence: o.confidence}
 	if fs.NArg() != 2 {
 		return opts, invalid(fmt.Errorf("expected OLD.json and NEW.json, got %d arguments", fs.NArg()))
 	}
 	if !(o.alpha > 0 && o.alpha <= 0.5) {
 		return opts, invalid(fmt.Errorf("--alpha %v: want a probability in (0, 0.5], e.g. 0.01", o.alpha))
+	}
+	if !(o.confidence > 0 && o.confidence < 1) {
+		return opts, invalid(fmt.Errorf("--confidence %v: want a level in (0, 1), e.g. 0.95", o.confidence))
 	}
 	var bad []error
 	for _, s := range o.failOn {

@@ -40,12 +40,17 @@ func TestCompareExitCodes(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{name: "identical runs", args: []string{oldPath, newPath, "--fail-on", "seam_latency_ms.p50:+0%"}, code: ExitPass, stdout: "deterministic (virtual time)"},
+		{name: "identical runs", args: []string{oldPath, newPath, "--fail-on", "seam_latency_ms.p50:+0.1%"}, code: ExitPass, stdout: "deterministic (virtual time)"},
 		{name: "regression", args: []string{oldPath, slowerPath, "--baseline-any", "--fail-on", "decode.seam_latency_ms.p50:+10%"}, code: ExitGateFailed,
 			stdout: `! runs["relay/cached"].phases.decode.seam_latency_ms.p50: 1.50545 → 1.79545 (+19.3%`, stderr: "1 regression(s)"},
 		{name: "within the limit", args: []string{oldPath, slowerPath, "--baseline-any", "--fail-on", "decode.seam_latency_ms.p50:+20%"}, code: ExitPass},
 		{name: "edited scenario refused", args: []string{oldPath, slowerPath}, code: ExitInvalid, stderr: "pass --baseline-any"},
 		{name: "bad fail-on", args: []string{oldPath, newPath, "--fail-on", "ttft_ms.p50:10%"}, code: ExitInvalid, stderr: "needs a sign"},
+		{name: "a limit of 0%", args: []string{oldPath, newPath, "--fail-on", "seam_latency_ms.p50:+0%"}, code: ExitInvalid,
+			stderr: "a limit of 0% is breached by any noise; give the smallest change that matters, e.g. +1% (+0.1% for exact seam metrics)"},
+		{name: "confidence of 1", args: []string{oldPath, newPath, "--confidence", "1"}, code: ExitInvalid, stderr: "--confidence 1: want a level in (0, 1), e.g. 0.95"},
+		{name: "confidence of 0", args: []string{oldPath, newPath, "--confidence", "0"}, code: ExitInvalid, stderr: "--confidence 0: want a level in (0, 1)"},
+		{name: "confidence in percent", args: []string{oldPath, newPath, "--confidence", "95"}, code: ExitInvalid, stderr: "--confidence 95"},
 		{name: "fail-on matching nothing", args: []string{oldPath, newPath, "--fail-on", "ttft_ms.p50:+10%"}, code: ExitInvalid, stderr: `no metric is named "ttft_ms"`},
 		{name: "fail-on misspelt", args: []string{oldPath, newPath, "--fail-on", "seam_latncy_ms.p50:+10%"}, code: ExitInvalid, stderr: `(did you mean "seam_latency_ms"?)`},
 		{name: "unreadable", args: []string{filepath.Join(dir, "missing.json"), newPath}, code: ExitInvalid, stderr: "reading report"},
@@ -76,9 +81,10 @@ func TestCompareExitCodes(t *testing.T) {
 var slowerSim = []string{"--set", "targets.embedded.sim.ttft_base=7.5ms", "--set", "targets.embedded.sim.prefill_tokens_per_s=33333.333",
 	"--set", "targets.embedded.sim.decode_step=15ms", "--set", "targets.embedded.sim.decode_step_per_seq=75us"}
 
-// Two repetitions per slice, as the examples have, cannot tell a 1.5×
-// slower simulator from noise: listed as such, with the samples that would
-// tell, and failed on only with --fail-on-unknown.
+// Two repetitions per slice cannot tell a 1.5× slower simulator from
+// noise: listed as such, with the samples that would tell, and inconclusive
+// (exit 4) unless accepted (--accept-inconclusive) or failed on
+// (--fail-on-unknown).
 func TestCompareCannotTell(t *testing.T) {
 	dir := t.TempDir()
 	oldPath, slowPath := filepath.Join(dir, "old.json"), filepath.Join(dir, "slow.json")
@@ -103,23 +109,26 @@ func TestCompareCannotTell(t *testing.T) {
 		code           int
 		stdout, stderr string
 	}{
-		{name: "cannot tell: not failed", args: recipe, code: ExitPass,
-			stdout: "), not failed; --fail-on-unknown would fail them"},
-		{name: "says how many samples would tell", args: recipe, code: ExitPass,
+		{name: "cannot tell: inconclusive", args: recipe, code: ExitInconclusive,
+			stdout: "), inconclusive; --fail-on-unknown fails them", stderr: "--fail-on statistic(s) could not be told from noise (exit 4)"},
+		{name: "says how many samples would tell", args: recipe, code: ExitInconclusive,
 			stdout: "at least 5 per slice in each report (repeat: 5)"},
-		{name: "pooled phases are not compared", args: recipe, code: ExitPass,
+		{name: "the verdict per slice", args: recipe, code: ExitInconclusive,
+			stdout: "inconclusive  runs.embedded.phases.prefill.by_prompt_tokens[256].ttft_ms.p50"},
+		{name: "inconclusive accepted", args: append(recipe, "--accept-inconclusive"), code: ExitPass, stdout: "verdict: inconclusive"},
+		{name: "pooled phases are not compared", args: recipe, code: ExitInconclusive,
 			stdout: "compared per slice only (phase-level distributions pool different workloads): embedded/prefill (3 workloads)"},
 		{name: "--fail-on-unknown fails", args: append(recipe, "--fail-on-unknown"), code: ExitGateFailed,
 			stdout: "), failed: --fail-on-unknown", stderr: "regression(s) beyond --fail-on"},
-		{name: "--markdown", args: append(recipe, "--markdown", md), code: ExitPass, stdout: "? runs.embedded.phases.prefill.by_prompt_tokens[256].ttft_ms"},
+		{name: "--markdown", args: append(recipe, "--markdown", md), code: ExitInconclusive, stdout: "? runs.embedded.phases.prefill.by_prompt_tokens[256].ttft_ms"},
 		{name: "misspelt metric: did you mean", args: []string{"compare", oldPath, slowPath, "--baseline-any", "--fail-on", "ttft_msx.p50:+10%"}, code: ExitInvalid,
 			stderr: `no metric is named "ttft_msx" (did you mean "ttft_ms"?)`},
 		{name: "misspelt phase: did you mean", args: []string{"compare", oldPath, slowPath, "--baseline-any", "--fail-on", "prefil.ttft_ms.p50:+10%"}, code: ExitInvalid,
 			stderr: `no run, phase or slice is named "prefil" (did you mean "prefill"?)`},
 		{name: "malformed baseline names the file", args: []string{"compare", malformed, slowPath}, code: ExitInvalid, stderr: malformed},
 		{name: "malformed new report names the file", args: []string{"compare", oldPath, malformed}, code: ExitInvalid, stderr: malformed},
-		{name: "--markdown - replaces the table", args: append(recipe, "--markdown", "-"), code: ExitPass,
-			stdout: "## tollgate compare: compare-noise — no regression"},
+		{name: "--markdown - replaces the table", args: append(recipe, "--markdown", "-"), code: ExitInconclusive,
+			stdout: "## tollgate compare: compare-noise — inconclusive"},
 		{name: "--markdown over an input refused", args: append(recipe, "--markdown", oldPath), code: ExitInvalid, stderr: "would be overwritten"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

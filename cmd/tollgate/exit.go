@@ -18,11 +18,14 @@ import (
 // The verdict's codes are the gates package's (gates.Verdict decides them);
 // only an invalid invocation is the CLI's own.
 const (
-	ExitPass        = gates.ExitPass        // ran; every gate passed
-	ExitGateFailed  = gates.ExitGateFailed  // ran; at least one gate failed
-	ExitInvalid     = 2                     // invalid invocation or scenario; nothing was sent
-	ExitNotJudged   = gates.ExitNotJudged   // the run could not complete or be judged
-	ExitInterrupted = gates.ExitInterrupted // interrupted; a partial report was written
+	ExitPass       = gates.ExitPass       // ran; every gate passed
+	ExitGateFailed = gates.ExitGateFailed // ran; at least one gate failed
+	ExitInvalid    = 2                    // invalid invocation or scenario; nothing was sent
+	ExitNotJudged  = gates.ExitNotJudged  // the run could not complete or be judged
+	// ExitInconclusive: judged, but a comparison with a baseline could not
+	// be decided (over a threshold within noise, or noise unknown).
+	ExitInconclusive = gates.ExitInconclusive
+	ExitInterrupted  = gates.ExitInterrupted // interrupted; a partial report was written
 )
 
 // A command returns an error that carries its exit code; Main prints it
@@ -61,6 +64,10 @@ func interrupted(err error) error { return &exitError{ExitInterrupted, err} }
 
 // gateFailed is a command that ran and found a regression (exit 1).
 func gateFailed(err error) error { return &exitError{ExitGateFailed, err} }
+
+// inconclusiveVerdict is a command that ran and could not tell a
+// regression from noise (exit 4).
+func inconclusiveVerdict(err error) error { return &exitError{ExitInconclusive, err} }
 
 // withCode is a verdict's code (gates.Verdict) with what explains it, if
 // anything (err may be nil); nil when the code is ExitPass and there is

@@ -284,9 +284,46 @@ type Regression struct {
 	// no test was made (deterministic, missing, cannot tell).
 	P, Bound float64
 	// Need is, for a breach that cannot be told, the samples per side
-	// that would tell it.
-	Need   int
-	Reason string // one line: what moved, by how much, against which limit and noise
+	// that would tell it; for a test, the samples per side at which its
+	// MDE would be the threshold's own size.
+	Need int
+	// MDE is the minimum detectable effect of a test, in percent: the
+	// smallest change it tells from none with 80% probability at the
+	// strictest Holm bound, at the observed spread and sample count. A
+	// change beyond the threshold by MDE is failed as often. NaN where no
+	// test was made.
+	MDE float64
+	// Method names the test (and its degrees of freedom).
+	Method   string
+	Decision Decision
+	Reason   string // one line: what moved, by how much, against which limit and noise
+	seq      int    // the order Compare selected it in: threshold, then report order
+}
+
+// Decision is the verdict of one --fail-on statistic, and of a whole
+// comparison (Result.Verdict): no regression, inconclusive or regressed.
+type Decision int
+
+const (
+	// NoRegression: within the threshold, judged against known noise (or
+	// exactly, for deterministic runs).
+	NoRegression Decision = iota
+	// Inconclusive: over the threshold but not beyond noise, or noise that
+	// cannot be told at all (too few samples, or none kept). Never a pass
+	// unless the user accepts it (tollgate compare --accept-inconclusive).
+	Inconclusive
+	// Regressed: beyond the threshold and beyond noise.
+	Regressed
+)
+
+func (d Decision) String() string {
+	switch d {
+	case Inconclusive:
+		return "inconclusive"
+	case Regressed:
+		return "regression"
+	}
+	return "no regression"
 }
 
 // Result of Compare.
@@ -308,8 +345,12 @@ type Result struct {
 	// Options.FailOnUnknown (and then also in Regressions).
 	CannotTell []Regression
 	// Untold counts the statistics a threshold selects that are within its
-	// percentage but whose noise cannot be estimated either.
+	// percentage but whose noise cannot be estimated either: inconclusive.
 	Untold int
+	// Tested is every statistic a threshold selects, threshold by
+	// threshold in report order, each
+	// with its Decision (and, where tested against noise, its MDE).
+	Tested []Regression
 	// Need is the most samples per slice and side that telling the
 	// CannotTell and Untold statistics needs; FailOnUnknown is the option.
 	Need          int
@@ -405,6 +446,7 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 	}
 
 	var tests []Regression
+	seq := 0
 	for _, t := range opts.FailOn {
 		matched := false
 		for _, k := range oorder {
@@ -418,7 +460,8 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 			}
 			if _, ok := e.values[t.Stat]; ok {
 				matched = true
-				if r, test := judge(res, byPath[k], k, e, t, opts); test {
+				seq++
+				if r, test := judge(res, byPath[k], k, e, t, seq, opts); test {
 					tests = append(tests, r)
 				}
 			} else if ne, ok := nm[k]; ok {
@@ -436,7 +479,22 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 		}
 	}
 	holm(res, tests, opts)
+	sort.SliceStable(res.Tested, func(a, b int) bool { return res.Tested[a].seq < res.Tested[b].seq })
 	return res, nil
+}
+
+// Verdict is the comparison's: regressed when any --fail-on statistic
+// regressed, else inconclusive when any could not be decided (over a
+// threshold within noise, or noise unknown), else no regression.
+func (res *Result) Verdict() Decision {
+	v := NoRegression
+	for _, r := range res.Tested {
+		v = max(v, r.Decision)
+	}
+	if len(res.Regressions) > 0 {
+		return Regressed
+	}
+	return v
 }
 
 // pointOf is the load point part of a metric's path: runs.r.phases.load.points[0].
@@ -506,18 +564,25 @@ func noMatch(t Threshold, om map[string]*entry, oorder []string, nm map[string]*
 // deterministic metric, a metric gone from the new report and a breach
 // whose noise cannot be told are recorded here; a metric with samples on
 // both sides is returned as a test (test true) for holm to decide.
-func judge(res *Result, m *Metric, key string, oe *entry, t Threshold, opts Options) (r Regression, test bool) {
+func judge(res *Result, m *Metric, key string, oe *entry, t Threshold, seq int, opts Options) (r Regression, test bool) {
 	oldV := oe.values[t.Stat]
-	r = Regression{Metric: m, Path: key, Stat: t.Stat, Threshold: t, Old: oldV, P: math.NaN(), Bound: math.NaN()}
+	r = Regression{Metric: m, Path: key, Stat: t.Stat, Threshold: t, Old: oldV, P: math.NaN(), Bound: math.NaN(), MDE: math.NaN(), seq: seq}
+	decided := func(d Decision) {
+		r.Decision = d
+		if d == Regressed {
+			res.Regressions = append(res.Regressions, r)
+		}
+		res.Tested = append(res.Tested, r)
+	}
 	if m == nil {
 		r.Reason = fmt.Sprintf("%s.%s: %s in old, missing in the new report (limit %s)", key, t.Stat, num(oldV), t.Raw)
-		res.Regressions = append(res.Regressions, r)
+		decided(Regressed)
 		return r, false
 	}
 	newV, ok := m.New[t.Stat]
 	if !ok {
 		r.Reason = fmt.Sprintf("%s.%s: %s in old, absent in new (no samples produced it; limit %s)", key, t.Stat, num(oldV), t.Raw)
-		res.Regressions = append(res.Regressions, r)
+		decided(Regressed)
 		return r, false
 	}
 	r.New = &newV
@@ -527,9 +592,11 @@ func judge(res *Result, m *Metric, key string, oe *entry, t Threshold, opts Opti
 	base := fmt.Sprintf("%s.%s: %s → %s (%s, limit %s)", key, t.Stat, num(oldV), num(newV), FormatChange(pct), t.Raw)
 	switch {
 	case m.Noise.Method == NoiseNone:
+		r.Reason = base + "; " + noiseString(m, t.Stat)
 		if exceeds {
-			r.Reason = base + "; " + noiseString(m, t.Stat)
-			res.Regressions = append(res.Regressions, r)
+			decided(Regressed)
+		} else {
+			decided(NoRegression)
 		}
 		return r, false
 	case m.Noise.Method == NoiseBootstrap && m.Noise.Need(t.Stat) == 0:
@@ -540,22 +607,31 @@ func judge(res *Result, m *Metric, key string, oe *entry, t Threshold, opts Opti
 	res.Need = max(res.Need, r.Need)
 	if !exceeds {
 		res.Untold++
+		r.Reason = base + "; inconclusive, cannot tell: " + noiseString(m, t.Stat)
+		decided(Inconclusive)
 		return r, false
 	}
 	r.Reason = base + "; cannot tell: " + noiseString(m, t.Stat)
 	res.CannotTell = append(res.CannotTell, r)
 	if opts.FailOnUnknown {
-		res.Regressions = append(res.Regressions, r)
+		decided(Regressed)
+	} else {
+		decided(Inconclusive)
 	}
 	return r, false
 }
 
-// holm decides the tests: each is a one-sided bootstrap test of "the change
-// is within the threshold", and together they are corrected by
+// holm decides the tests: each is a one-sided test of "the change is
+// within the threshold" (Yuen's trimmed-mean test on the logs for a p50 and
+// for any statistic over whole runs, robust.go; a bootstrap for the tail
+// percentiles and the mean), and together they are corrected by
 // Holm–Bonferroni so that an unchanged build fails any of them with
 // probability at most opts.Alpha however many slices the thresholds select.
 // A test rejected is a regression; one that breached the percentage but was
-// not rejected is within noise.
+// not rejected is inconclusive (within noise); one within the percentage is
+// no regression. Each gets its minimum detectable effect at the first Holm
+// bound (the strictest), and the samples per side that would bring it to
+// the threshold's size.
 func holm(res *Result, tests []Regression, opts Options) {
 	res.Tests = len(tests)
 	if len(tests) == 0 {
@@ -564,9 +640,43 @@ func holm(res *Result, tests []Regression, opts Options) {
 	// The smallest p-value B resamples can give is 1/(B+1); the first Holm
 	// bound is Alpha/m, so B must be well beyond m/Alpha.
 	b := max(opts.Resamples, min(int(math.Ceil(20*float64(len(tests))/opts.Alpha)), 100000))
+	strictest := opts.Alpha / float64(len(tests))
+	sides := make([][2]trimmedSide, len(tests))
+	robust := make([]bool, len(tests))
+	pools := map[string]*pool{}
+	for i := range tests {
+		r := &tests[i]
+		o, n, ok := r.Metric.robustValues(r.Stat)
+		if !ok {
+			continue
+		}
+		so, ook := logTrimmed(o)
+		sn, nok := logTrimmed(n)
+		if !ook || !nok {
+			continue
+		}
+		sides[i], robust[i] = [2]trimmedSide{so, sn}, true
+		k := poolKey(r.Metric, r.Stat)
+		if pools[k] == nil {
+			pools[k] = &pool{}
+		}
+		pools[k].add(so)
+		pools[k].add(sn)
+	}
 	cache := map[*Metric]map[string][]float64{}
 	for i := range tests {
 		r := &tests[i]
+		if robust[i] {
+			y := yuenTest(sides[i][0], sides[i][1], *pools[poolKey(r.Metric, r.Stat)])
+			r.P = y.pValue(r.Threshold)
+			r.MDE = y.mde(strictest)
+			r.Method = fmt.Sprintf("trimmed-mean t on logs, df %.0f", y.df)
+			if y.pooled {
+				r.Method += ", spread pooled over the phase's slices"
+			}
+			r.Need = need(min(sides[i][0].n, sides[i][1].n), r.MDE, r.Threshold.Percent)
+			continue
+		}
 		rel, ok := cache[r.Metric]
 		if !ok {
 			if m := r.Metric; m.Noise.AcrossRuns {
@@ -581,6 +691,12 @@ func holm(res *Result, tests []Regression, opts Options) {
 			cache[r.Metric] = rel
 		}
 		r.P = pValue(rel[r.Stat], r.Threshold)
+		r.Method = "bootstrap"
+		if d := rel[r.Stat]; len(d) > 1 {
+			se := (quantile(d, 0.8413) - quantile(d, 0.1587)) / 2
+			r.MDE = (normalQuantile(1-strictest) + normalQuantile(power)) * se
+			r.Need = need(min(r.Metric.Noise.OldN, r.Metric.Noise.NewN), r.MDE, r.Threshold.Percent)
+		}
 	}
 	order := make([]int, len(tests))
 	for i := range order {
@@ -596,17 +712,64 @@ func holm(res *Result, tests []Regression, opts Options) {
 		rejected[i] = rejecting
 	}
 	for i, r := range tests { // in report order
-		test := fmt.Sprintf("%s; p=%.2g vs Holm bound %.2g (%d tests, family-wise α %.2g)",
-			noiseString(r.Metric, r.Stat), r.P, r.Bound, len(tests), opts.Alpha)
+		test := fmt.Sprintf("%s; %s p=%.2g vs Holm bound %.2g (%d tests, family-wise α %.2g); detectable ±%s",
+			noiseString(r.Metric, r.Stat), r.Method, r.P, r.Bound, len(tests), opts.Alpha, pctString(r.MDE))
 		switch {
 		case rejected[i]:
 			r.Reason += "; beyond noise: " + test
+			r.Decision = Regressed
 			res.Regressions = append(res.Regressions, r)
 		case r.Threshold.exceeds(r.ChangePct):
-			r.Reason += "; within noise: " + test
+			r.Reason += "; inconclusive, within noise: " + test
+			r.Decision = Inconclusive
 			res.WithinNoise = append(res.WithinNoise, r)
+		default:
+			r.Reason += "; " + test
+			r.Decision = NoRegression
 		}
+		res.Tested = append(res.Tested, r)
 	}
+}
+
+// poolKey groups the tests whose spread is shared: one statistic of one
+// metric in the slices (prompt sizes, variants, load points) of one phase
+// of one run, over requests or over whole runs.
+func poolKey(m *Metric, stat string) string {
+	seg := m.Segments
+	end := len(seg) - 1
+	if i := slices.Index(seg, "phases"); i >= 0 && i+2 <= end {
+		end = i + 2
+	}
+	return fmt.Sprintf("%q %s %s %v", seg[:end], m.Name, stat, m.Noise.AcrossRuns)
+}
+
+// robustValues are the values the trimmed-mean test of stat compares: a
+// statistic's values in each run when both reports repeated the scenario,
+// else, for a p50, the per-request samples. ok false where the bootstrap
+// decides instead (a tail percentile or a mean of requests).
+func (m *Metric) robustValues(stat string) (old, new []float64, ok bool) {
+	if m.Noise.AcrossRuns {
+		o, n := m.oldReps[stat], m.newReps[stat]
+		return o, n, len(o) > 0 && len(n) > 0
+	}
+	if stat != "p50" || m.oldSamples == nil || m.newSamples == nil {
+		return nil, nil, false
+	}
+	return m.oldSamples, m.newSamples, true
+}
+
+// normalQuantile is the standard normal quantile function.
+func normalQuantile(p float64) float64 { return -math.Sqrt2 * math.Erfcinv(2*p) }
+
+// pctString writes a percentage without a sign: 3.2%, or ? when unknown.
+func pctString(p float64) string {
+	if math.IsNaN(p) || math.IsInf(p, 0) {
+		return "?"
+	}
+	if p >= 100 {
+		return fmt.Sprintf("%.0f%%", p)
+	}
+	return fmt.Sprintf("%.2g%%", p)
 }
 
 // noise decides how a metric's noise is known: deterministic for seam runs,

@@ -208,10 +208,12 @@ func TestParseThreshold(t *testing.T) {
 		{name: "rise", in: "ttft_ms.p50:+10%", want: Threshold{Selector: []string{"ttft_ms"}, Stat: "p50", Percent: 10, Increase: true}},
 		{name: "drop", in: "decode_tokens_per_s.p50:-5%", want: Threshold{Selector: []string{"decode_tokens_per_s"}, Stat: "p50", Percent: 5}},
 		{name: "fraction and path", in: "prefill.256.ttft_ms.p95:+2.5%", want: Threshold{Selector: []string{"prefill", "256", "ttft_ms"}, Stat: "p95", Percent: 2.5, Increase: true}},
-		{name: "gate path", in: `runs["direct/cached"].phases.decode.seam_latency_ms.mean:+0%`,
-			want: Threshold{Selector: []string{"runs", "direct/cached", "phases", "decode", "seam_latency_ms"}, Stat: "mean", Increase: true}},
+		{name: "gate path", in: `runs["direct/cached"].phases.decode.seam_latency_ms.mean:+0.1%`,
+			want: Threshold{Selector: []string{"runs", "direct/cached", "phases", "decode", "seam_latency_ms"}, Stat: "mean", Percent: 0.1, Increase: true}},
 		{name: "scalar value", in: "speedup.value:-10%", want: Threshold{Selector: []string{"speedup"}, Stat: "value", Percent: 10}},
 		{name: "no sign", in: "ttft_ms.p50:10%", err: "needs a sign"},
+		{name: "a limit of zero", in: "ttft_ms.p50:+0%", err: "a limit of 0% is breached by any noise; give the smallest change that matters, e.g. +1%"},
+		{name: "a drop of zero", in: "decode_tokens_per_s.p50:-0.0%", err: "e.g. -1%"},
 		{name: "no percent", in: "ttft_ms.p50:+10", err: "must end in %"},
 		{name: "no colon", in: "ttft_ms.p50", err: "no ':'"},
 		{name: "no stat", in: "ttft_ms:+10%", err: "names no statistic"},
@@ -365,9 +367,12 @@ func routeSession(t *testing.T, sets ...string) *report.Report {
 
 func TestRouteSession(t *testing.T) {
 	old := routeSession(t)
-	same, err := Compare(old, routeSession(t), Options{FailOn: thresholds(t, "seam_latency_ms.p50:+0%")})
+	same, err := Compare(old, routeSession(t), Options{FailOn: thresholds(t, "seam_latency_ms.p50:+0.1%")})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v := same.Verdict(); v != NoRegression {
+		t.Errorf("a deterministic rerun: verdict %s, want no regression", v)
 	}
 	if len(same.Regressions) != 0 {
 		t.Fatalf("a deterministic rerun regressed: %+v", same.Regressions)

@@ -63,7 +63,7 @@ func Table(w io.Writer, res *Result) error {
 		}
 	}
 	if len(res.WithinNoise) > 0 {
-		fmt.Fprintf(ew, "over a threshold but within noise, not failed (%d):\n", len(res.WithinNoise))
+		fmt.Fprintf(ew, "inconclusive: over a threshold but within noise (%d):\n", len(res.WithinNoise))
 		for _, r := range res.WithinNoise {
 			fmt.Fprintf(ew, "  ~ %s\n", r.Reason)
 		}
@@ -74,6 +74,7 @@ func Table(w io.Writer, res *Result) error {
 			fmt.Fprintf(ew, "  ? %s\n", r.Reason)
 		}
 	}
+	slicesTable(ew, res)
 	if s := Summary(res); s != "" {
 		fmt.Fprintf(ew, "%s\n", s)
 	}
@@ -104,8 +105,11 @@ func Summary(res *Result) string {
 	}
 	s := fmt.Sprintf("--fail-on: %d tested against noise (Holm–Bonferroni, family-wise α %.2g), %d regression(s)",
 		res.Tests, res.Alpha, len(res.Regressions))
+	if n := len(res.WithinNoise); n > 0 {
+		s += fmt.Sprintf("; %d inconclusive (over a threshold within noise)", n)
+	}
 	if untold := len(res.CannotTell) + res.Untold; untold > 0 {
-		s += fmt.Sprintf("; %d cannot be told from noise (%d over a threshold): telling them needs samples kept (report.samples: true) and at least %d per slice in each report (repeat: %d)",
+		s += fmt.Sprintf("; %d inconclusive: cannot be told from noise (%d over a threshold): telling them needs samples kept (report.samples: true) and at least %d per slice in each report (repeat: %d)",
 			untold, len(res.CannotTell), res.Need, res.Need)
 	}
 	return s
@@ -116,7 +120,61 @@ func CannotTellVerdict(res *Result) string {
 	if res.FailOnUnknown {
 		return "failed: --fail-on-unknown"
 	}
-	return "not failed; --fail-on-unknown would fail them"
+	return "inconclusive; --fail-on-unknown fails them"
+}
+
+// SliceRow is one --fail-on statistic as the per-slice summary shows it:
+// its verdict, change against the limit, the smallest change its data
+// could detect, and the samples that would detect the limit's size.
+type SliceRow struct {
+	Verdict, Stat, Change, Limit, Detectable, Samples, Need string
+}
+
+// SliceRows are the rows of the per-slice summary, one per Result.Tested.
+func SliceRows(res *Result) []SliceRow {
+	rows := make([]SliceRow, 0, len(res.Tested))
+	for _, r := range res.Tested {
+		row := SliceRow{Verdict: r.Decision.String(), Stat: r.Path + "." + r.Stat, Change: "-", Limit: r.Threshold.Raw[strings.LastIndex(r.Threshold.Raw, ":")+1:],
+			Detectable: "-", Samples: "-", Need: "-"}
+		if r.New != nil {
+			row.Change = FormatChange(r.ChangePct)
+		}
+		if m := r.Metric; m != nil {
+			switch m.Noise.Method {
+			case NoiseNone:
+				row.Detectable, row.Need = "exact", "-"
+			case NoiseBootstrap, NoiseUnknown:
+				if m.Noise.OldN > 0 || m.Noise.NewN > 0 {
+					row.Samples = fmt.Sprintf("%d/%d", m.Noise.OldN, m.Noise.NewN)
+				}
+				row.Detectable = "? (noise unknown)"
+				if !math.IsNaN(r.MDE) {
+					row.Detectable = "±" + pctString(r.MDE)
+				}
+				if r.Need > 0 {
+					row.Need = strconv.Itoa(r.Need)
+				}
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// slicesTable writes the per-slice summary of the --fail-on statistics.
+func slicesTable(w io.Writer, res *Result) {
+	rows := SliceRows(res)
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "--fail-on per slice (detectable: the smallest change the data tells from none, 80%% power at the strictest Holm bound; a change beyond the limit by that much is failed as often):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  verdict\tstatistic\tchange\tlimit\tdetectable\tn old/new\tn per side to detect the limit")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Verdict, r.Stat, r.Change, r.Limit, r.Detectable, r.Samples, r.Need)
+	}
+	_ = tw.Flush() // into a buffer: cannot fail
+	fmt.Fprintf(w, "verdict: %s\n", res.Verdict())
 }
 
 // Word is how every writer names the outcome of a statistic's change:

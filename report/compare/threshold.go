@@ -27,7 +27,7 @@ func isStat(s string) bool {
 //	ttft_ms.p50:+10%                 fail when any ttft_ms p50 rises more than 10%
 //	decode_tokens_per_s.p50:-5%      fail when any decode_tokens_per_s p50 drops more than 5%
 //	prefill.256.ttft_ms.p95:+20%     only the 256-token prompt size of phase prefill
-//	direct/cached.decode.seam_latency_ms.p50:+0%   any rise at all
+//	direct/cached.decode.seam_latency_ms.p50:+0.1% any rise beyond 0.1%
 //	speedup.value:-10%               single-valued metrics use the statistic "value"
 //
 // The sign says which way is bad, whatever the metric's usual direction.
@@ -40,7 +40,7 @@ type Threshold struct {
 	Raw      string   // as written
 	Selector []string // path segments, the metric name last
 	Stat     string   // p50, p90, p95, p99, mean, min, max or value
-	Percent  float64  // N, ≥ 0
+	Percent  float64  // N, > 0
 	Increase bool     // + (fail on a rise) or - (fail on a drop)
 }
 
@@ -72,6 +72,11 @@ func ParseThreshold(s string) (Threshold, error) {
 	}
 	if math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
 		return bad("%q is not a finite percentage", num[1:])
+	}
+	if p == 0 {
+		// Any noise at all breaches a 0% limit, so half of all unchanged
+		// runs would be over it: no test can ever clear it.
+		return bad("a limit of 0%% is breached by any noise; give the smallest change that matters, e.g. %s1%% (%s0.1%% for exact seam metrics)", num[:1], num[:1])
 	}
 	t.Percent = p
 	segs, err := splitPath(left)

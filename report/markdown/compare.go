@@ -21,7 +21,7 @@ import (
 //	| run | where | metric | p50 | Δ p50 | verdict | p95 | Δ p95 | verdict |
 func WriteComparison(w io.Writer, res *compare.Result) error {
 	ew := iox.NewErrWriter(w)
-	verdict := "no regression"
+	verdict := res.Verdict().String()
 	if n := len(res.Regressions); n > 0 {
 		verdict = view.Plural(n, "regression")
 	}
@@ -37,8 +37,17 @@ func WriteComparison(w io.Writer, res *compare.Result) error {
 		fmt.Fprintln(ew)
 	}
 	list("Regressions (%d)", "❌", res.Regressions)
-	list("Over a threshold but within noise (%d), not failed", "〰️", res.WithinNoise)
+	list("Inconclusive: over a threshold but within noise (%d)", "〰️", res.WithinNoise)
 	list("Over a threshold but cannot tell from noise (%d), "+compare.CannotTellVerdict(res), "❔", res.CannotTell)
+	if rows := compare.SliceRows(res); len(rows) > 0 {
+		fmt.Fprintln(ew, "| verdict | statistic | change | limit | detectable | n old/new | n per side to detect the limit |")
+		fmt.Fprintln(ew, "| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+		for _, r := range rows {
+			fmt.Fprintf(ew, "| %s |\n", strings.Join(cells([]string{r.Verdict, view.Clean(r.Stat), r.Change, r.Limit, r.Detectable, r.Samples, r.Need}), " | "))
+		}
+		fmt.Fprintln(ew, "\nDetectable: the smallest change each slice's data tells from none (80% power at the strictest Holm bound); a change beyond the limit by that much is failed as often.")
+		fmt.Fprintln(ew)
+	}
 	if s := compare.Summary(res); s != "" {
 		fmt.Fprintf(ew, "%s\n\n", inline(s))
 	}

@@ -61,9 +61,13 @@ func TestComparisonAgreesWithTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			tableRows := strings.Split(txt.String(), "\n")[2 : 2+len(res.Metrics)]
+			// The metric rows: those after the metric table's header (the
+			// per-slice verdict table comes before it).
 			var mdRows []string
+			inMetrics := false
 			for _, l := range strings.Split(md.String(), "\n") {
-				if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| run ") && !strings.HasPrefix(l, "| --- ") {
+				inMetrics = inMetrics || strings.HasPrefix(l, "| run ")
+				if inMetrics && strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| run ") && !strings.HasPrefix(l, "| --- ") {
 					mdRows = append(mdRows, l)
 				}
 			}
