@@ -98,6 +98,17 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err := writeComparison(res, o.markdown, stdout); err != nil {
 		return notJudged(err)
 	}
+	// A report whose measurement is invalid (a late shard, a client behind
+	// its schedule) is compared but not judged: exit 3, whatever it shows.
+	var bad []error
+	for i, r := range []*report.Report{oldR, newR} {
+		for _, err := range invalidErrs(r) {
+			bad = append(bad, fmt.Errorf("%s: %w", fs.Arg(i), err))
+		}
+	}
+	if len(bad) > 0 {
+		return notJudged(lines(bad...))
+	}
 	switch res.Verdict() {
 	case compare.Regressed:
 		return gateFailed(fmt.Errorf("%d regression(s) beyond --fail-on", len(res.Regressions)))

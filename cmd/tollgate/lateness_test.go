@@ -59,6 +59,11 @@ gates:
 			if !strings.Contains(res.stderr, "max_dispatch_lag") {
 				t.Errorf("stderr does not say what to change:\n%s", res.stderr)
 			}
+			// Compared, the invalid report is not judged either.
+			cmp := tollgate(t, "compare", out, out, "--fail-on", "ttft_ms.p50:+10%")
+			if cmp.code != ExitNotJudged || !strings.Contains(cmp.stderr, "dispatch_lag") {
+				t.Errorf("compare of an invalid report: exit %d, want %d\n%s", cmp.code, ExitNotJudged, cmp.stderr)
+			}
 		})
 	}
 }
