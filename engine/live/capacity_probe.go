@@ -200,7 +200,7 @@ func (pc *probeRun) judge(pr *report.CapacityProbe, res load.Result) (*report.Ca
 		sig, sat = saturation(pc.recs, from, to, end, pc.openLoop)
 	}
 	pr.Saturation = append(pr.Saturation, sig...)
-	judgeProbe(pc.c, pr, probeFigures{m: m, queue: lp.QueueMS, good: pc.pt.Good(), unfinished: pc.unfinished, vals: pc.vals}, sat, sig, pc.shape)
+	judgeProbe(pc.c, pr, probeFigures{m: m, queue: lp.QueueMS, good: pc.pt.Good(), unfinished: pc.unfinished, vals: pc.vals, minRequests: minRequests(pc.c, pc.p.Arrival)}, sat, sig, pc.shape)
 	o := probeOutcome{cancelled: pc.cancelled}
 	if m.E2EMS.P50 != nil {
 		o.e2eS = *m.E2EMS.P50 / 1000
@@ -238,6 +238,8 @@ type probeFigures struct {
 	good       int
 	unfinished int
 	vals       [][]float64 // per objective: the values its interval is drawn from
+	// minRequests are the requests the window must hold (minRequests).
+	minRequests int
 }
 
 // judgeProbe holds a probe's figures against the objectives and gives its
@@ -276,9 +278,9 @@ func judgeProbe(c *scenarios.Capacity, pr *report.CapacityProbe, f probeFigures,
 		pass, clearFail = false, true
 		pr.Reasons = append(pr.Reasons, fmt.Sprintf("%d requests still unanswered a drain after the window (cancelled, not counted as errors)", f.unfinished))
 	}
-	if f.m.Requests+f.unfinished < c.Probe.MinRequests && !pr.CutShort && !shape {
+	if f.m.Requests+f.unfinished < f.minRequests && !pr.CutShort && !shape {
 		pass = false
-		pr.Reasons = append(pr.Reasons, fmt.Sprintf("only %d requests in the window, under probe.min_requests %d", pr.Requests, c.Probe.MinRequests))
+		pr.Reasons = append(pr.Reasons, fmt.Sprintf("only %d requests in the window, under %d (probe.min_requests %d)", pr.Requests, f.minRequests, c.Probe.MinRequests))
 	}
 	switch {
 	case sat:
@@ -289,6 +291,17 @@ func judgeProbe(c *scenarios.Capacity, pr *report.CapacityProbe, f probeFigures,
 	default:
 		pr.Verdict, pr.Clear = report.ProbeFail, clearFail
 	}
+}
+
+// minRequests are the requests a probe's window must hold: probe.min_requests
+// in a closed loop or with constant arrivals; half of it with random
+// arrivals, whose window is sized to hold min_requests on average (a
+// Poisson window of 20 holds fewer half the time, under 10 once in 200).
+func minRequests(c *scenarios.Capacity, arrival string) int {
+	if c.By == "rate" && c.Probe.MinRequests > 1 && arrival != "constant" {
+		return (c.Probe.MinRequests + 1) / 2
+	}
+	return c.Probe.MinRequests
 }
 
 // meets reports whether v meets the objective o.
