@@ -41,9 +41,11 @@ const (
 // [from, to), judged at now (requests not ended by now are in flight):
 //
 //   - completions per second in the window's second half below 80 % of
-//     arrivals per second in it (the offered load is not being served);
-//   - requests in flight at the end of the window above 1.5 × their mean
-//     over its first third + 2 (in flight grows);
+//     arrivals per second in it, over at least 12 arrivals (the offered
+//     load is not being served);
+//   - requests in flight over the last 1/16 of the window (a mean of 4
+//     instants) above 1.5 × their mean over its first third + 2 (in
+//     flight grows);
 //   - queue_ms (scheduled → sent) of the last third above 1.5 × the first
 //     third's + 5 ms (the client cannot send on schedule);
 //   - median TTFT of the last third above 1.5 × the first third's + 20 ms
@@ -185,7 +187,7 @@ func openLoopSignals(recs, first, last []record, from, to, now time.Time) []stri
 		}
 	}
 	secs := to.Sub(half).Seconds()
-	if arrived >= minSaturationRecords/2 && float64(served) < servedRatio*float64(arrived) {
+	if arrived >= minSaturationRecords && float64(served) < servedRatio*float64(arrived) {
 		signals = append(signals, fmt.Sprintf("not served: %.3g completions/s behind %.3g arrivals/s", float64(served)/secs, float64(arrived)/secs))
 	}
 	inflight := func(t time.Time) int {
@@ -206,8 +208,15 @@ func openLoopSignals(recs, first, last []record, from, to, now time.Time) []stri
 	if now.Before(to) {
 		endAt = now
 	}
-	if late := inflight(endAt); float64(late) > growth*early+2 {
-		signals = append(signals, fmt.Sprintf("in flight grows: %.3g early in the window, %d at its end", early, late))
+	// The end is a mean too: one instant of a random arrival process is
+	// a burst as often as not, and a probe is watched many times.
+	var late float64
+	for k := 0; k < 4; k++ {
+		late += float64(inflight(endAt.Add(-span * time.Duration(k) / 48)))
+	}
+	late /= 4
+	if late > growth*early+2 {
+		signals = append(signals, fmt.Sprintf("in flight grows: %.3g early in the window, %.3g at its end", early, late))
 	}
 	q := func(rs []record) float64 {
 		if len(rs) == 0 {
