@@ -12,6 +12,18 @@ const (
 	CapacityBudget    = "budget"    // the time budget ran out first
 )
 
+// Probe steps (CapacityProbe.Step).
+const (
+	StepBracket = "bracket" // growing ×2 (or shrinking ÷2) to a bracket
+	StepBisect  = "bisect"  // a geometric midpoint of the bracket
+	StepConfirm = "confirm" // a repeat of the found value
+	StepHold    = "hold"    // the found value held for the sustained window
+)
+
+// IntervalConfidencePct is the confidence of each objective's interval
+// in a probe, and so of the capacity's interval.
+const IntervalConfidencePct = 95
+
 // Probe verdicts (CapacityProbe.Verdict).
 const (
 	ProbePass      = "pass"
@@ -29,7 +41,19 @@ type Capacity struct {
 	// highest value that passed every probe of it; absent when none did.
 	MaxRatePerS    *float64 `json:"max_rate_per_s,omitempty"`
 	MaxConcurrency *int     `json:"max_concurrency,omitempty"`
-	Bracket        Bracket  `json:"bracket"`
+	// Interval is where the capacity lies, from the probes: low is the
+	// highest probed value at or below the found one that passed beyond
+	// its noise, high the lowest above it that failed beyond its noise.
+	Interval Interval `json:"interval"`
+	// Confirmed: the found value passed a hold of HoldS seconds.
+	Confirmed bool `json:"confirmed"`
+	// HoldS is the sustained window the found value was (or would have
+	// been) held for; HoldWantedS what the rule asked for before the
+	// budget shortened it (2 × median e2e ÷ precision, or probe.hold).
+	// Absent when no hold was planned (probe.hold: 0s).
+	HoldS       *float64 `json:"hold_s,omitempty"`
+	HoldWantedS *float64 `json:"hold_wanted_s,omitempty"`
+	Bracket     Bracket  `json:"bracket"`
 	// BoundBy is the objective that failed at bracket.fail ("saturated"
 	// when only saturation did, "max" when nothing failed up to max).
 	BoundBy      string           `json:"bound_by"`
@@ -43,6 +67,14 @@ type Capacity struct {
 	Probes       []*CapacityProbe `json:"probes"`
 }
 
+// Interval bounds the capacity from the probes' evidence (see
+// Capacity.Interval); a side is absent when no probe gives it.
+type Interval struct {
+	Low           *float64 `json:"low,omitempty"`
+	High          *float64 `json:"high,omitempty"`
+	ConfidencePct float64  `json:"confidence_pct"`
+}
+
 // Bracket is the highest passing and the lowest failing value probed.
 type Bracket struct {
 	Pass *float64 `json:"pass,omitempty"`
@@ -53,11 +85,13 @@ type Bracket struct {
 // warm-up (discarded) and a measured window.
 type CapacityProbe struct {
 	Value float64 `json:"value"`
-	// Step is bracket (growing or shrinking to a bracket), bisect or confirm.
+	// Step is bracket (growing or shrinking to a bracket), bisect, confirm
+	// or hold.
 	Step      string  `json:"step"`
 	DurationS float64 `json:"duration_s"`
 	// Requests sent in the window, of which Succeeded answered; Unfinished
-	// were still unanswered when the probe ended and were cancelled.
+	// were still unanswered when the probe ended and were cancelled by the
+	// search (not errors: error_rate leaves them out).
 	Requests   int `json:"requests"`
 	Succeeded  int `json:"succeeded"`
 	Unfinished int `json:"unfinished"`
@@ -67,6 +101,10 @@ type CapacityProbe struct {
 	ServedPerS       *float64         `json:"served_per_s,omitempty"`
 	Objectives       []ObjectiveValue `json:"objectives"`
 	Verdict          string           `json:"verdict"`
+	// Clear: the verdict stands beyond the noise, every objective's
+	// interval on the side of its verdict (a pass: all within their
+	// limits; a fail: one wholly past its limit, or saturated).
+	Clear bool `json:"clear"`
 	// Reasons say why a probe did not pass; Saturation lists the
 	// saturation signals seen (both empty for a clean pass).
 	Reasons    []string `json:"reasons"`
@@ -79,5 +117,10 @@ type CapacityProbe struct {
 type ObjectiveValue struct {
 	Objective string   `json:"objective"`
 	Value     *float64 `json:"value,omitempty"`
-	Pass      bool     `json:"pass"`
+	// Low and High are the statistic's 95 % interval over the window's
+	// requests (order statistics for a percentile, the normal interval
+	// for a mean, Wilson's for a rate; min and max are their own).
+	Low  *float64 `json:"low,omitempty"`
+	High *float64 `json:"high,omitempty"`
+	Pass bool     `json:"pass"`
 }

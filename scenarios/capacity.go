@@ -46,6 +46,10 @@ type Probe struct {
 	MinRequests int      `yaml:"min_requests" json:"min_requests"`
 	// Repeat is how many times the found value is probed in all; each must pass.
 	Repeat int `yaml:"repeat" json:"repeat"`
+	// Hold is the sustained window the found value is confirmed with
+	// (nil: derived at run time, 2 × the median e2e at the found value ÷
+	// precision; 0: no hold).
+	Hold *Duration `yaml:"hold" json:"hold,omitempty"`
 }
 
 // Percent is a fraction written as a percentage ("5%").
@@ -224,6 +228,9 @@ func checkCapacityProbe(e *errs, pr *Probe, path string) {
 	} else if pr.Repeat < 1 {
 		e.add(pr.At("repeat"), "%s.capacity.probe.repeat: must be at least 1, got %d", path, pr.Repeat)
 	}
+	if h := pr.Hold; h != nil && h.Duration != 0 && h.Duration < pr.Duration.Duration {
+		e.add(pr.At("hold"), "%s.capacity.probe.hold: a hold shorter than a probe's window (%s) confirms nothing; give at least %s, or 0s for no hold", path, pr.Duration.Duration, pr.Duration.Duration)
+	}
 }
 
 // checkCapacityObjectives checks that there are objectives and that each
@@ -243,7 +250,27 @@ func checkCapacityObjectives(e *errs, p *Phase, path string) {
 		if o.Metric == "queue_ms" && c.By == "concurrency" {
 			e.add(o.Pos, "%s.capacity.objectives: a closed loop (by: concurrency) has no queue_ms", path)
 		}
+		if msg := unmeetable(o); msg != "" {
+			e.add(o.Pos, "%s.capacity.objectives: %s cannot be met at any load, the minimum included: %s", path, o.Text, msg)
+		}
 	}
+}
+
+// unmeetable says why an objective can never pass, whatever the server
+// ("" when it can): a latency, a token rate or a time below or at 0, a
+// share above its whole.
+func unmeetable(o Objective) string {
+	switch {
+	case o.Metric == "goodput_pct" && o.Limit > 100:
+		return "goodput_pct is at most 100; give a limit of at most 100"
+	case o.Metric == "error_rate" || o.Metric == "goodput_pct" || o.Metric == "queue_ms":
+		return ""
+	case o.Op == "<=" && o.Limit == 0 && (strings.HasSuffix(o.Metric, "_ms") && o.Metric != "itl_ms"):
+		return "every request takes time; give a limit above 0"
+	case o.Op == "<=" && o.Limit == 0 && strings.HasSuffix(o.Metric, "_per_s"):
+		return "a request that produces it has a rate above 0; bound it from below (>=) or give a limit above 0"
+	}
+	return ""
 }
 
 // checkCapacityTraffic defaults and checks what each probe sends: its

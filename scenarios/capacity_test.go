@@ -30,6 +30,13 @@ func TestCapacityBadInput(t *testing.T) {
 			want: `c.yaml:4:35: phases.cap.capacity.objectives: a capacity search needs at least one objective`},
 		{name: "goodput without slo", capacity: `{min: 1, max: 8, objectives: ["goodput_pct >= 90"]}`,
 			want: `c.yaml:4:65: phases.cap.capacity.objectives: goodput_pct needs per-request limits in slo`},
+		// Objectives no load can meet, the minimum included.
+		{name: "a latency of 0", capacity: `{min: 1, max: 8, objectives: ["error_rate <= 0.01", "ttft_ms.p99 <= 0"]}`,
+			want: `c.yaml:4:87: phases.cap.capacity.objectives: ttft_ms.p99 <= 0 cannot be met at any load, the minimum included: every request takes time; give a limit above 0`},
+		{name: "a token rate of at most 0", capacity: `{min: 1, max: 8, objectives: ["decode_tokens_per_s.p50 <= 0"]}`,
+			want: `c.yaml:4:65: phases.cap.capacity.objectives: decode_tokens_per_s.p50 <= 0 cannot be met at any load`},
+		{name: "a hold shorter than the window", capacity: `{min: 1, max: 8, probe: {duration: 2s, hold: 1s}, objectives: ["ttft_ms.p99 <= 5"]}`,
+			want: `phases.cap.capacity.probe.hold: a hold shorter than a probe's window (2s) confirms nothing; give at least 2s, or 0s for no hold`},
 		{name: "a concurrency that is not whole", capacity: `{by: concurrency, min: 1.5, max: 8, objectives: ["e2e_ms.p50 <= 5"]}`,
 			want: `c.yaml:4:58: phases.cap.capacity.min: a concurrency is a whole number, got 1.5`},
 	} {
@@ -50,7 +57,17 @@ func TestCapacityDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := sc.Runs[0].Phases[0].Capacity
-	if c.By != "rate" || c.Start != 1 || c.Precision.Fraction != 0.05 || c.Probe.Repeat != 2 || c.Probe.MinRequests != 50 || c.Objectives[0].Text != "ttft_ms.p99 <= 500" {
+	if c.By != "rate" || c.Start != 1 || c.Precision.Fraction != 0.05 || c.Probe.Repeat != 2 || c.Probe.MinRequests != 50 || c.Objectives[0].Text != "ttft_ms.p99 <= 500" || c.Probe.Hold != nil {
 		t.Errorf("defaults %+v", c)
+	}
+}
+
+// goodput_pct above 100 is never met, whatever the slo.
+func TestGoodputAbove100IsUnmeetable(t *testing.T) {
+	if msg := unmeetable(Objective{Metric: "goodput_pct", Op: ">=", Limit: 101}); !strings.Contains(msg, "at most 100") {
+		t.Errorf("goodput_pct >= 101: %q", msg)
+	}
+	if msg := unmeetable(Objective{Metric: "goodput_pct", Op: ">=", Limit: 100}); msg != "" {
+		t.Errorf("goodput_pct >= 100: %q", msg)
 	}
 }

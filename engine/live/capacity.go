@@ -2,17 +2,13 @@ package live
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"sync"
+	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
@@ -20,9 +16,10 @@ import (
 // value whose probes meet every objective: it grows ×2 from start until a
 // probe fails (or shrinks ÷2 when start fails), then bisects (geometric
 // midpoints; whole numbers by concurrency) until fail ÷ pass ≤ 1 +
-// precision, and probes the found value probe.repeat times in all. A
-// repeat that fails makes that value the new fail and the search goes on
-// below it.
+// precision, probes the found value probe.repeat times in all, and then
+// holds it for a sustained window (holdLength) in which a slow build-up of
+// queueing shows. A repeat or a hold that fails makes that value the new
+// fail and the search goes on below it.
 type capacityKind struct{}
 
 // MaxInFlight is the search's upper bound (a concurrency, or what a rate
@@ -37,15 +34,18 @@ type search struct {
 	min, max, start, precision float64
 	integer                    bool
 	repeat                     int
+	hold                       bool    // the found value is held before the search ends
 	pass, fail                 float64 // 0: none yet
 	passes                     map[float64]int
+	held                       map[float64]bool
 	passed                     []float64 // every value that passed, for a failed repeat
 	stop                       string
 }
 
 func newSearch(c *scenarios.Capacity) *search {
 	return &search{min: c.Min, max: c.Max, start: c.Start, precision: c.Precision.Fraction,
-		integer: c.By == "concurrency", repeat: c.Probe.Repeat, passes: map[float64]int{}}
+		integer: c.By == "concurrency", repeat: c.Probe.Repeat, hold: c.Probe.Hold == nil || c.Probe.Hold.Duration > 0,
+		passes: map[float64]int{}, held: map[float64]bool{}}
 }
 
 // next is the value to probe and its step; ok is false when the search is done.
@@ -54,22 +54,18 @@ func (s *search) next() (v float64, step string, ok bool) {
 	case s.stop != "":
 		return 0, "", false
 	case s.pass == 0 && s.fail == 0:
-		return s.start, "bracket", true
+		return s.start, report.StepBracket, true
 	case s.fail == 0:
 		if s.pass >= s.max {
-			if s.passes[s.pass] < s.repeat {
-				return s.pass, "confirm", true
-			}
-			s.stop = report.CapacityAtMax
-			return 0, "", false
+			return s.finish(report.CapacityAtMax)
 		}
-		return s.round(math.Min(s.pass*2, s.max)), "bracket", true
+		return s.round(math.Min(s.pass*2, s.max)), report.StepBracket, true
 	case s.pass == 0:
 		if s.fail <= s.min {
 			s.stop = report.CapacityBelowMin
 			return 0, "", false
 		}
-		return s.round(math.Max(s.fail/2, s.min)), "bracket", true
+		return s.round(math.Max(s.fail/2, s.min)), report.StepBracket, true
 	}
 	narrow := s.fail/s.pass <= 1+s.precision
 	mid := s.round(math.Sqrt(s.pass * s.fail))
@@ -77,13 +73,22 @@ func (s *search) next() (v float64, step string, ok bool) {
 		narrow = true
 	}
 	if narrow {
-		if s.passes[s.pass] < s.repeat {
-			return s.pass, "confirm", true
-		}
-		s.stop = report.CapacityConverged
-		return 0, "", false
+		return s.finish(report.CapacityConverged)
 	}
-	return mid, "bisect", true
+	return mid, report.StepBisect, true
+}
+
+// finish confirms the found value, repeat times in all and then with a
+// hold, before the search stops with stop.
+func (s *search) finish(stop string) (float64, string, bool) {
+	if s.passes[s.pass] < s.repeat {
+		return s.pass, report.StepConfirm, true
+	}
+	if s.hold && !s.held[s.pass] {
+		return s.pass, report.StepHold, true
+	}
+	s.stop = stop
+	return 0, "", false
 }
 
 func (s *search) round(v float64) float64 {
@@ -94,9 +99,12 @@ func (s *search) round(v float64) float64 {
 }
 
 // record notes a probe's outcome.
-func (s *search) record(v float64, pass bool) {
+func (s *search) record(v float64, step string, pass bool) {
 	if pass {
 		s.passes[v]++
+		if step == report.StepHold {
+			s.held[v] = true
+		}
 		s.passed = append(s.passed, v)
 		if v > s.pass && (s.fail == 0 || v < s.fail) {
 			s.pass = v
@@ -107,7 +115,8 @@ func (s *search) record(v float64, pass bool) {
 		s.fail = v
 	}
 	if v <= s.pass {
-		// A repeat (or a lower value) failed: the highest pass below it stands.
+		// A repeat or a hold (or a lower value) failed: the highest pass
+		// below it stands.
 		s.pass = 0
 		for _, p := range s.passed {
 			if p < v && p > s.pass {
@@ -123,7 +132,6 @@ func (capacityKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 	if err != nil {
 		return err
 	}
-	_, shape := r.send.(*shapeSender)
 	out := &report.Capacity{By: c.By, PrecisionPct: c.Precision.Fraction * 100, Min: c.Min, Max: c.Max, Objectives: []string{}, Probes: []*report.CapacityProbe{}}
 	for _, o := range c.Objectives {
 		out.Objectives = append(out.Objectives, o.Text)
@@ -131,63 +139,60 @@ func (capacityKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 	ph.Capacity = out
 	s := newSearch(c)
 	started := time.Now()
+	err = r.runSearch(ctx, p, prompts, s, out, started)
+	out.WallS = time.Since(started).Seconds()
+	finishCapacity(out, s, c)
+	if err == nil && s.stop == report.CapacityBelowMin {
+		return belowMin(out, c)
+	}
+	return err
+}
+
+// runSearch probes until the search is done, the budget would be
+// overrun or ctx ends.
+func (r *runner) runSearch(ctx context.Context, p *scenarios.Phase, prompts func(int) measure.Request, s *search, out *report.Capacity, started time.Time) error {
+	c := &p.Capacity
+	_, shape := r.send.(*shapeSender)
 	next := 0
-	defer func() {
-		out.WallS = time.Since(started).Seconds()
-		out.ProbeCount = len(out.Probes)
-		if s.stop == "" {
-			s.stop = report.CapacityBudget
-		}
-		out.Stop = s.stop
-		if s.pass > 0 {
-			out.Bracket.Pass = report.F(s.pass)
-			if c.By == "concurrency" {
-				n := int(s.pass)
-				out.MaxConcurrency = &n
-			} else {
-				out.MaxRatePerS = report.F(s.pass)
-			}
-		}
-		out.BoundBy = report.CapacityAtMax
-		if s.fail > 0 {
-			out.Bracket.Fail = report.F(s.fail)
-			out.BoundBy = ""
-			for _, pr := range out.Probes {
-				if pr.Value == s.fail && pr.Verdict != report.ProbePass {
-					out.BoundBy = boundBy(pr)
-				}
-			}
-		}
-	}()
+	e2e := map[float64]float64{} // median e2e seconds of the last probe at a value
+	var settle time.Duration
+	served := 0.0 // the most completions per second any probe saw
 	for {
 		v, step, ok := s.next()
 		if shape {
 			// The shape probes min (a pass) and max (saturated), so every
 			// key a search can fill is in it.
-			switch len(out.Probes) {
-			case 0:
-				v, step, ok = c.Min, "bracket", true
-			case 1:
-				v, step, ok = c.Max, "bracket", true
-			default:
+			v, step, ok = shapeStep(len(out.Probes), c)
+			if !ok {
 				s.stop = report.CapacityConverged
-				return nil
+				w := window(c, c.Min).Seconds()
+				out.HoldS, out.HoldWantedS = &w, &w
+				out.Interval = report.Interval{Low: report.F(c.Min), High: report.F(c.Max), ConfidencePct: report.IntervalConfidencePct}
 			}
 		}
 		if !ok {
 			return nil
 		}
-		if est := probeLength(c, v); time.Since(started)+est > c.Budget.Duration {
+		win := window(c, v)
+		if step == report.StepHold {
+			wanted := holdLength(c, v, e2e[v])
+			win = min(wanted, c.Budget.Duration-time.Since(started)-holdOverhead(c, e2e[v]))
+			out.HoldWantedS = report.F(wanted.Seconds())
+			if win < window(c, v) {
+				return nil // no hold fits: the budget ends the search unconfirmed
+			}
+			out.HoldS = report.F(win.Seconds())
+		} else if time.Since(started)+probeLength(c, v) > c.Budget.Duration {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
+		if err := sleepCtx(ctx, settle); err != nil {
 			return err
 		}
-		pr := r.probe(ctx, p, prompts, v, next)
+		pr, po := r.probe(ctx, p, prompts, v, next, win)
 		pr.Step = step
 		next += pr.Requests + pr.Unfinished + 1_000_000
 		if shape && len(out.Probes) == 1 {
-			pr.Verdict, pr.CutShort = report.ProbeSaturated, true
+			pr.Verdict, pr.CutShort, pr.Clear = report.ProbeSaturated, true, true
 			pr.Reasons = append(pr.Reasons, "saturated: shape")
 			pr.Saturation = append(pr.Saturation, "shape")
 		}
@@ -195,8 +200,128 @@ func (capacityKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		s.record(v, pr.Verdict == report.ProbePass)
+		e2e[v] = po.e2eS
+		if pr.ServedPerS != nil {
+			served = max(served, *pr.ServedPerS)
+		}
+		settle = settleTime(po.cancelled, served)
+		s.record(v, step, pr.Verdict == report.ProbePass)
 	}
+}
+
+// settleTime is the pause before the next probe when this one cancelled
+// requests (cut short, or unanswered after its drain): a server may still
+// work on what the client gave up on (the simulator, like many servers,
+// finishes a prefill it started), and the next probe would start behind a
+// backlog that is not its own. It is the time to serve what was cancelled
+// at the best rate any probe was served at, 1.5 × over, plus a second;
+// none when nothing was cancelled.
+func settleTime(cancelled int, servedPerS float64) time.Duration {
+	if cancelled == 0 {
+		return 0
+	}
+	secs := 1.0
+	if servedPerS > 0 {
+		secs += 1.5 * float64(cancelled) / servedPerS
+	} else {
+		secs += 2
+	}
+	return time.Duration(secs * float64(time.Second))
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// shapeStep is the shape's probes: min (a pass), then max, then done.
+func shapeStep(n int, c *scenarios.Capacity) (float64, string, bool) {
+	switch n {
+	case 0:
+		return c.Min, report.StepBracket, true
+	case 1:
+		return c.Max, report.StepBracket, true
+	}
+	return 0, "", false
+}
+
+// finishCapacity fills what the search found: the value, its bracket and
+// interval, whether it was held, and what bound it.
+func finishCapacity(out *report.Capacity, s *search, c *scenarios.Capacity) {
+	out.ProbeCount = len(out.Probes)
+	if s.stop == "" {
+		s.stop = report.CapacityBudget
+	}
+	out.Stop = s.stop
+	if s.pass > 0 {
+		out.Bracket.Pass = report.F(s.pass)
+		if c.By == "concurrency" {
+			n := int(s.pass)
+			out.MaxConcurrency = &n
+		} else {
+			out.MaxRatePerS = report.F(s.pass)
+		}
+		out.Confirmed = s.held[s.pass]
+	}
+	if out.Interval.Low == nil && out.Interval.High == nil {
+		out.Interval = capacityInterval(out.Probes, s.pass)
+	}
+	out.BoundBy = report.CapacityAtMax
+	if s.fail > 0 {
+		out.Bracket.Fail = report.F(s.fail)
+		out.BoundBy = ""
+		for _, pr := range out.Probes {
+			if pr.Value == s.fail && pr.Verdict != report.ProbePass {
+				out.BoundBy = boundBy(pr)
+			}
+		}
+	}
+}
+
+// belowMin is the error of a search whose min already failed: no load in
+// its range meets the objectives, so there is no capacity to judge (exit
+// 3). It names what failed at min and what to change.
+func belowMin(out *report.Capacity, c *scenarios.Capacity) error {
+	var at *report.CapacityProbe
+	for _, pr := range out.Probes {
+		if pr.Value == c.Min && pr.Verdict != report.ProbePass {
+			at = pr
+		}
+	}
+	unit := "/s"
+	if c.By == "concurrency" {
+		unit = " in flight"
+	}
+	what := "it did not pass"
+	if at != nil && len(at.Reasons) > 0 {
+		what = strings.Join(at.Reasons, "; ")
+	}
+	fix := "lower capacity.min (" + c.At("min").String() + ")"
+	for _, o := range c.Objectives {
+		if at != nil && failedObjective(at, o.Text) {
+			fix += " or relax " + o.Text + " (" + o.Pos.String() + ")"
+		}
+	}
+	return fmt.Errorf("%w: no load meets the capacity objectives: at capacity.min %g%s %s; %s", ErrPhase, c.Min, unit, what, fix)
+}
+
+func failedObjective(pr *report.CapacityProbe, text string) bool {
+	for _, o := range pr.Objectives {
+		if o.Objective == text && !o.Pass {
+			return true
+		}
+	}
+	return false
 }
 
 // boundBy names what failed a probe: its first failed objective, else
@@ -233,242 +358,29 @@ func probeLength(c *scenarios.Capacity, v float64) time.Duration {
 	return c.Probe.Warmup.Duration + 2*window(c, v)
 }
 
-// probe holds the load at v for a warm-up and a window and judges it.
-// Requests sent in the warm-up are discarded; those sent in the window are
-// measured, and given until one more window (at least 2 s) after it to end,
-// after which they are cancelled and counted unfinished. Saturation is
-// watched as it runs: two signals agreeing end the probe at once.
-func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int) measure.Request, v float64, base int) *report.CapacityProbe {
-	c := &p.Capacity
-	pr := &report.CapacityProbe{Value: v, Objectives: []report.ObjectiveValue{}, Reasons: []string{}, Saturation: []string{}}
-	openLoop := c.By == "rate"
-	win := window(c, v)
-	warm := c.Probe.Warmup.Duration
-	_, shape := r.send.(*shapeSender)
-	if shape {
-		warm = 0
+// holdLength is the sustained window a found value v is held for:
+// probe.hold when given, else 2 × S ÷ precision, S the median e2e (in
+// seconds) of the probe that found it, and never under a probe's window.
+//
+// Why that long: at a rate one precision step ε above capacity μ (offered
+// (1 + ε)·μ), the backlog grows by ε·μ requests a second and every
+// request waits ε seconds longer per second of the hold. After 2·S ÷ ε it
+// has grown by 2·μ·S, twice the number in flight at capacity, and the
+// last requests wait 2·S more than the first: the served ÷ offered rule
+// sees a backlog of two server-loads (far above its noise of about one),
+// and any latency objective with less than two service times of headroom
+// is broken. A short probe (a few S) shows a tenth of that, which is how
+// a search overestimates a server that degrades gradually.
+func holdLength(c *scenarios.Capacity, v, e2eS float64) time.Duration {
+	if c.Probe.Hold != nil {
+		return max(c.Probe.Hold.Duration, window(c, v))
 	}
-	plan := load.Plan{Duration: warm + win, MaxInFlight: p.MaxInFlight}
-	var err error
-	if openLoop {
-		plan.Schedule, err = load.NewSchedule(v, p.Arrival, p.Burstiness, 0, r.seed(p)+int64(base))
-		if err != nil {
-			pr.Verdict, pr.Reasons = report.ProbeFail, []string{err.Error()}
-			return pr
-		}
-	} else {
-		plan.Concurrency = int(v)
-	}
-	// Probes are not shards' figures: no histograms kept.
-	pt := fold.NewPoint(fold.Options{PromptTolerance: transport.CalibrationTolerance}, p.SLO.Limits)
-	var mu sync.Mutex
-	var recs []record
-	unfinished := 0
-	var start time.Time
-	var startOnce sync.Once
-	pctx, stopSending := context.WithCancel(ctx)
-	jobCtx, cancelJobs := context.WithCancel(r.hard)
-	defer stopSending()
-	defer cancelJobs()
-	drain := max(win, 2*time.Second)
-	timer := time.AfterFunc(warm+win+drain, cancelJobs)
-	defer timer.Stop()
-	cut := make(chan struct{})
-	var cutSignals []string
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		if shape {
-			return
-		}
-		tk := time.NewTicker(200 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-pctx.Done():
-				return
-			case <-cut:
-				return
-			case now := <-tk.C:
-				mu.Lock()
-				if start.IsZero() || now.Sub(start) < warm+win/2 {
-					mu.Unlock()
-					continue
-				}
-				sig, sat := saturation(recs, start.Add(warm), now, now, openLoop)
-				mu.Unlock()
-				if sat {
-					cutSignals = sig
-					close(cut)
-					stopSending()
-					cancelJobs()
-					return
-				}
-			}
-		}
-	}()
-	res := r.send.execute(pctx, plan, func(_ context.Context, i int, scheduled, sent time.Time) {
-		startOnce.Do(func() {
-			mu.Lock()
-			if start.IsZero() {
-				start = scheduled
-			}
-			mu.Unlock()
-		})
-		mu.Lock()
-		measured := !sent.Before(start.Add(warm))
-		k := len(recs)
-		recs = append(recs, record{scheduled: scheduled, sent: sent})
-		mu.Unlock()
-		out, _ := r.stream(jobCtx, prompts(base+i))
-		end := time.Now()
-		if shape {
-			end = sent.Add(time.Millisecond)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		canceled := out.Err != nil && out.Err.Class == measure.ClassCanceled && jobCtx.Err() != nil
-		if !canceled {
-			recs[k].end, recs[k].ttftMS, recs[k].ok = end, out.TTFTMs, out.Err == nil
-		}
-		if !measured {
-			return
-		}
-		if canceled {
-			unfinished++
-			return
-		}
-		smp := sampleOf(out, 0, p.Name, "", i, 0)
-		st, wr := sendTimes(out, sent)
-		pt.Add(fold.Request{Sample: &smp, Name: requestName(p.Name, fmt.Sprintf("probe %g", v), i), Scheduled: scheduled, Start: st, Written: wr, End: end})
-	})
-	stopSending()
-	<-watchDone
-	mu.Lock()
-	defer mu.Unlock()
-	if start.IsZero() {
-		start = res.Start
-	}
-	from, to := start.Add(warm), start.Add(warm+win)
-	end := res.End
-	if cutSignals != nil {
-		pr.CutShort = true
-		to = end
-	}
-	if shape {
-		from, to, end = start, start.Add(2*time.Millisecond), start.Add(2*time.Millisecond)
-	}
-	pr.DurationS = to.Sub(from).Seconds()
-	lp := pt.Close(false)
-	m, good := lp.ServingMetrics, pt.Good()
-	pr.Requests, pr.Succeeded, pr.Unfinished = m.Requests+unfinished, m.Succeeded, unfinished
-	if secs := to.Sub(from).Seconds(); secs > 0 {
-		served := 0
-		for _, rc := range recs {
-			if !rc.end.IsZero() && !rc.end.Before(from) && rc.end.Before(to) && rc.ok {
-				served++
-			}
-		}
-		pr.AchievedRatePerS = report.F(float64(pr.Requests) / secs)
-		pr.ServedPerS = report.F(float64(served) / secs)
-	}
-	sig, sat := cutSignals, cutSignals != nil
-	if !sat {
-		sig, sat = saturation(recs, from, to, end, openLoop)
-	}
-	pr.Saturation = append(pr.Saturation, sig...)
-	judgeProbe(c, pr, probeFigures{m: m, queue: lp.QueueMS, good: good, unfinished: unfinished}, sat, sig, shape)
-	return pr
+	want := time.Duration(2 * e2eS / c.Precision.Fraction * float64(time.Second))
+	return max(want, window(c, v))
 }
 
-// probeFigures are what a probe's window measured, for its objectives.
-type probeFigures struct {
-	m          *report.ServingMetrics
-	queue      report.Stat
-	good       int
-	unfinished int
-}
-
-// judgeProbe holds a probe's figures against the objectives and gives its
-// verdict: saturated, pass, or fail with the reasons.
-func judgeProbe(c *scenarios.Capacity, pr *report.CapacityProbe, f probeFigures, sat bool, sig []string, shape bool) {
-	// Objectives read the window's aggregate; a statistic with no samples
-	// fails its objective (it cannot be shown to pass).
-	var doc map[string]map[string]any
-	if data, err := json.Marshal(f.m); err == nil {
-		_ = json.Unmarshal(data, &doc)
-	}
-	pass := true
-	for _, o := range c.Objectives {
-		val := objectiveValue(o, pr, f, doc)
-		ok := val != nil && (o.Op == "<=" && *val <= o.Limit || o.Op == ">=" && *val >= o.Limit)
-		pr.Objectives = append(pr.Objectives, report.ObjectiveValue{Objective: o.Text, Value: val, Pass: ok})
-		if !ok {
-			pass = false
-			if val == nil {
-				pr.Reasons = append(pr.Reasons, fmt.Sprintf("%s: no value (no request in the window produced it)", o.Text))
-			} else {
-				pr.Reasons = append(pr.Reasons, fmt.Sprintf("%s: was %.4g", o.Text, *val))
-			}
-		}
-	}
-	if f.unfinished > 0 {
-		pass = false
-		pr.Reasons = append(pr.Reasons, fmt.Sprintf("%d requests unanswered when the probe ended", f.unfinished))
-	}
-	if f.m.Requests+f.unfinished < c.Probe.MinRequests && !pr.CutShort && !shape {
-		pass = false
-		pr.Reasons = append(pr.Reasons, fmt.Sprintf("only %d requests in the window, under probe.min_requests %d", pr.Requests, c.Probe.MinRequests))
-	}
-	switch {
-	case sat:
-		pr.Verdict = report.ProbeSaturated
-		pr.Reasons = append(pr.Reasons, "saturated: "+sig[0])
-	case pass:
-		pr.Verdict = report.ProbePass
-	default:
-		pr.Verdict = report.ProbeFail
-	}
-}
-
-// objectiveValue is an objective's metric over the probe's window (nil when
-// the window has none).
-func objectiveValue(o scenarios.Objective, pr *report.CapacityProbe, f probeFigures, doc map[string]map[string]any) *float64 {
-	switch o.Metric {
-	case "error_rate":
-		if pr.Requests > 0 {
-			return report.F(float64(f.m.Errors.Count+f.unfinished) / float64(pr.Requests))
-		}
-	case "goodput_pct":
-		if pr.Requests > 0 {
-			return report.F(100 * float64(f.good) / float64(pr.Requests))
-		}
-	case "queue_ms":
-		return statField(f.queue, o.Stat)
-	default:
-		if v, ok := doc[o.Metric][o.Stat].(float64); ok {
-			return &v
-		}
-	}
-	return nil
-}
-
-func statField(s report.Stat, name string) *float64 {
-	switch name {
-	case "mean":
-		return s.Mean
-	case "min":
-		return s.Min
-	case "p50":
-		return s.P50
-	case "p90":
-		return s.P90
-	case "p95":
-		return s.P95
-	case "p99":
-		return s.P99
-	case "max":
-		return s.Max
-	}
-	return nil
+// holdOverhead is what a hold takes beyond its window, for the budget: its
+// warm-up and the drain of its last requests.
+func holdOverhead(c *scenarios.Capacity, e2eS float64) time.Duration {
+	return c.Probe.Warmup.Duration + max(2*time.Second, time.Duration(2*e2eS*float64(time.Second)))
 }

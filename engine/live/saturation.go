@@ -29,22 +29,36 @@ const (
 	growth = 1.5
 	// minSaturationRecords are the requests a judgment needs.
 	minSaturationRecords = 12
+	// sustainedRatio: served ÷ offered below this, falling third after
+	// third, is saturation on its own (backlogSignal).
+	sustainedRatio = 0.95
+	// minBacklogGrowth is the growth of the mean in flight, first third to
+	// last, below which a backlog is noise (a batch's worth of requests).
+	minBacklogGrowth = 3
 )
 
 // saturation returns the saturation signals of the requests sent in
 // [from, to), judged at now (requests not ended by now are in flight):
 //
 //   - completions per second in the window's second half below 80 % of
-//     arrivals per second in it (the offered load is not being served);
-//   - requests in flight at the end of the window above 1.5 × their mean
-//     over its first third + 2 (in flight grows);
+//     arrivals per second in it, over at least 12 arrivals (the offered
+//     load is not being served);
+//   - requests in flight over the last 1/16 of the window (a mean of 4
+//     instants) above 1.5 × their mean over its first third + 2 (in
+//     flight grows);
 //   - queue_ms (scheduled → sent) of the last third above 1.5 × the first
 //     third's + 5 ms (the client cannot send on schedule);
 //   - median TTFT of the last third above 1.5 × the first third's + 20 ms
-//     (TTFT trends upward).
+//     (TTFT trends upward);
+//   - served ÷ offered below 95 % and still falling (backlogSignal): the
+//     mean in flight rose from third to third of the window, by more than
+//     5 % of the arrivals between the first third and the last and by at
+//     least 3 requests.
 //
-// A point is saturated when two signals agree; a closed loop (openLoop
-// false) is judged by TTFT alone, since its arrivals are its completions.
+// A point is saturated when two signals agree, or on the last alone (a
+// backlog that keeps growing is an offered load not served, however
+// slowly it grows); a closed loop (openLoop false) is judged by TTFT
+// alone, since its arrivals are its completions.
 func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals []string, saturated bool) {
 	var in []record
 	for _, r := range recs {
@@ -69,8 +83,10 @@ func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals 
 	}
 	first, last := third(0), third(2)
 	signals = []string{}
+	backlog := ""
 	if openLoop {
 		signals = openLoopSignals(recs, first, last, from, to, now)
+		backlog = backlogSignal(recs, from, to, now)
 	}
 	med := func(rs []record) (float64, bool) {
 		var v []float64
@@ -93,7 +109,66 @@ func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals 
 	if !openLoop {
 		return signals, len(signals) > 0
 	}
+	if backlog != "" {
+		return append([]string{backlog}, signals...), true
+	}
 	return signals, len(signals) >= 2
+}
+
+// backlogSignal is the slow build-up a short window hides: offered load
+// served at, say, 90 % leaves a backlog that grows by a tenth of the
+// arrivals, whatever the latency objectives say so far. The window
+// [from, min(to, now)) is cut in thirds; the backlog of each is the mean
+// number in flight over it (sampled 20 times, so one batch finishing
+// together does not decide it). The signal is a backlog that rose from
+// third to third, by at least minBacklogGrowth requests and by more than
+// 1 − sustainedRatio of the requests that arrived from the middle of the
+// first third to the middle of the last (served ÷ offered over that span
+// below 95 %). Empty when there is no such signal.
+func backlogSignal(recs []record, from, to, now time.Time) string {
+	end := to
+	if now.Before(end) {
+		end = now
+	}
+	span := end.Sub(from)
+	if span <= 0 {
+		return ""
+	}
+	var sends, ends []time.Time
+	for _, r := range recs {
+		sends = append(sends, r.sent)
+		if !r.end.IsZero() && !r.end.After(now) {
+			ends = append(ends, r.end)
+		}
+	}
+	slices.SortFunc(sends, time.Time.Compare)
+	slices.SortFunc(ends, time.Time.Compare)
+	count := func(ts []time.Time, t time.Time) int {
+		n, _ := slices.BinarySearchFunc(ts, t, func(a, b time.Time) int {
+			if a.After(b) {
+				return 1
+			}
+			return -1
+		})
+		return n // ts at or before t
+	}
+	const samples = 20
+	var b [3]float64
+	for k := range b {
+		for i := 0; i < samples; i++ {
+			t := from.Add(span * time.Duration(k*samples+i) / (3 * samples))
+			b[k] += float64(count(sends, t) - count(ends, t))
+		}
+		b[k] /= samples
+	}
+	lo, hi := from.Add(span/6), from.Add(span*5/6)
+	arrived := count(sends, hi) - count(sends, lo)
+	grew := b[2] - b[0]
+	if !(b[0] < b[1] && b[1] < b[2]) || grew < minBacklogGrowth || arrived == 0 || grew <= (1-sustainedRatio)*float64(arrived) {
+		return ""
+	}
+	return fmt.Sprintf("served/offered falls: %.2g of the %d arrivals served, in flight %.3g → %.3g → %.3g over the window's thirds",
+		1-grew/float64(arrived), arrived, b[0], b[1], b[2])
 }
 
 // openLoopSignals are the signals only an open loop shows: completions
@@ -112,7 +187,7 @@ func openLoopSignals(recs, first, last []record, from, to, now time.Time) []stri
 		}
 	}
 	secs := to.Sub(half).Seconds()
-	if arrived >= minSaturationRecords/2 && float64(served) < servedRatio*float64(arrived) {
+	if arrived >= minSaturationRecords && float64(served) < servedRatio*float64(arrived) {
 		signals = append(signals, fmt.Sprintf("not served: %.3g completions/s behind %.3g arrivals/s", float64(served)/secs, float64(arrived)/secs))
 	}
 	inflight := func(t time.Time) int {
@@ -133,8 +208,15 @@ func openLoopSignals(recs, first, last []record, from, to, now time.Time) []stri
 	if now.Before(to) {
 		endAt = now
 	}
-	if late := inflight(endAt); float64(late) > growth*early+2 {
-		signals = append(signals, fmt.Sprintf("in flight grows: %.3g early in the window, %d at its end", early, late))
+	// The end is a mean too: one instant of a random arrival process is
+	// a burst as often as not, and a probe is watched many times.
+	var late float64
+	for k := 0; k < 4; k++ {
+		late += float64(inflight(endAt.Add(-span * time.Duration(k) / 48)))
+	}
+	late /= 4
+	if late > growth*early+2 {
+		signals = append(signals, fmt.Sprintf("in flight grows: %.3g early in the window, %.3g at its end", early, late))
 	}
 	q := func(rs []record) float64 {
 		if len(rs) == 0 {
