@@ -185,8 +185,8 @@ func (r *runner) runSearch(ctx context.Context, p *scenarios.Phase, prompts func
 		} else if time.Since(started)+probeLength(c, v) > c.Budget.Duration {
 			return nil
 		}
-		if err := sleepCtx(ctx, settle); err != nil {
-			return err
+		if !r.wait(ctx, settle) {
+			return ctx.Err()
 		}
 		pr, po := r.probe(ctx, p, prompts, v, next, win)
 		pr.Step = step
@@ -227,21 +227,6 @@ func settleTime(cancelled int, servedPerS float64) time.Duration {
 		secs += 2
 	}
 	return time.Duration(secs * float64(time.Second))
-}
-
-// sleepCtx waits d, or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // shapeStep is the shape's probes: min (a pass), then max, then done.
