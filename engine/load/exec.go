@@ -94,7 +94,8 @@ func Execute(ctx context.Context, p Plan, job Job) Result {
 			}
 		}
 	}
-	res := Result{Start: clock.Now()}
+	begun := clock.Now()
+	res := Result{Start: begun}
 	if !p.Start.IsZero() {
 		res.Start = p.Start
 	}
@@ -163,8 +164,13 @@ func Execute(ctx context.Context, p Plan, job Job) Result {
 			break
 		}
 		// A Start already past (a late shard) is lateness the shard
-		// reports apart (start_lateness_ms); it is counted here too.
-		_ = res.DispatchLag.Add(max(float64(clock.Now().Sub(at).Nanoseconds())/1e6, 0))
+		// reports apart (start_lateness_ms, judged by merge) and queue_ms
+		// holds: the executor's own lag counts from when it began.
+		due := at
+		if due.Before(begun) {
+			due = begun
+		}
+		_ = res.DispatchLag.Add(max(float64(clock.Now().Sub(due).Nanoseconds())/1e6, 0))
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
