@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -115,6 +116,27 @@ func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals 
 	return signals, len(signals) >= 2
 }
 
+// regular reports whether the schedule's gaps are even (constant
+// arrivals: their coefficient of variation under 0.1), so the arrivals
+// themselves add no noise to the backlog.
+func regular(sched []time.Time) bool {
+	if len(sched) < 3 {
+		return true
+	}
+	slices.SortFunc(sched, time.Time.Compare)
+	var sum, sq float64
+	n := float64(len(sched) - 1)
+	for i := 1; i < len(sched); i++ {
+		sum += sched[i].Sub(sched[i-1]).Seconds()
+	}
+	mean := sum / n
+	for i := 1; i < len(sched); i++ {
+		d := sched[i].Sub(sched[i-1]).Seconds() - mean
+		sq += d * d
+	}
+	return mean > 0 && math.Sqrt(sq/n) < 0.1*mean
+}
+
 // backlogSignal is the slow build-up a short window hides: offered load
 // served at, say, 90 % leaves a backlog that grows by a tenth of the
 // arrivals, whatever the latency objectives say so far. The window
@@ -124,7 +146,8 @@ func saturation(recs []record, from, to, now time.Time, openLoop bool) (signals 
 // third to third, by at least minBacklogGrowth requests and by more than
 // 1 − sustainedRatio of the requests that arrived from the middle of the
 // first third to the middle of the last (served ÷ offered over that span
-// below 95 %). Empty when there is no such signal.
+// below 95 %); with random arrivals also by 2 × the square root of those
+// arrivals, their own noise. Empty when there is no such signal.
 func backlogSignal(recs []record, from, to, now time.Time) string {
 	end := to
 	if now.Before(end) {
@@ -134,9 +157,12 @@ func backlogSignal(recs []record, from, to, now time.Time) string {
 	if span <= 0 {
 		return ""
 	}
-	var sends, ends []time.Time
+	var sends, ends, sched []time.Time
 	for _, r := range recs {
 		sends = append(sends, r.sent)
+		if !r.scheduled.Before(from) && r.scheduled.Before(end) {
+			sched = append(sched, r.scheduled)
+		}
 		if !r.end.IsZero() && !r.end.After(now) {
 			ends = append(ends, r.end)
 		}
@@ -164,7 +190,13 @@ func backlogSignal(recs []record, from, to, now time.Time) string {
 	lo, hi := from.Add(span/6), from.Add(span*5/6)
 	arrived := count(sends, hi) - count(sends, lo)
 	grew := b[2] - b[0]
-	if !(b[0] < b[1] && b[1] < b[2]) || grew < minBacklogGrowth || arrived == 0 || grew <= (1-sustainedRatio)*float64(arrived) {
+	floor := float64(minBacklogGrowth)
+	if !regular(sched) {
+		// Random arrivals bunch: the count between two instants varies by
+		// about its square root, and so does the backlog over it.
+		floor = max(floor, 2*math.Sqrt(float64(arrived)))
+	}
+	if !(b[0] < b[1] && b[1] < b[2]) || grew < floor || arrived == 0 || grew <= (1-sustainedRatio)*float64(arrived) {
 		return ""
 	}
 	return fmt.Sprintf("served/offered falls: %.2g of the %d arrivals served, in flight %.3g → %.3g → %.3g over the window's thirds",
