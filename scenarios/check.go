@@ -126,13 +126,13 @@ func checkGates(e *errs, doc *document) {
 			continue // not a mapping: the decoder said so at its position
 		}
 		if strings.TrimSpace(g.Name) == "" {
-			e.add(g.Pos, "gates[%d]: missing name", i)
+			e.add(g.At("name"), "gates[%d]: missing name", i)
 		} else if names[g.Name] {
 			e.add(g.At("name"), "gates[%d]: duplicate gate name %q", i, g.Name)
 		}
 		names[g.Name] = true
 		if strings.TrimSpace(g.Expr) == "" {
-			e.add(g.Pos, "gates[%d] (%s): missing expr", i, g.Name)
+			e.add(g.At("expr"), "gates[%d] (%s): missing expr", i, g.Name)
 		}
 	}
 }
