@@ -82,3 +82,25 @@ func StatWithHistogram(h *stats.Histogram) Stat {
 	}
 	return s
 }
+
+// Field is the statistic named name (mean, min, p50, p90, p95, p99, max);
+// nil when the Stat has none or the name is not one of them.
+func (s Stat) Field(name string) *float64 {
+	switch name {
+	case "mean":
+		return s.Mean
+	case "min":
+		return s.Min
+	case "p50":
+		return s.P50
+	case "p90":
+		return s.P90
+	case "p95":
+		return s.P95
+	case "p99":
+		return s.P99
+	case "max":
+		return s.Max
+	}
+	return nil
+}

@@ -328,7 +328,7 @@ func objectiveValue(o scenarios.Objective, pr *report.CapacityProbe, f probeFigu
 			return report.F(100 * float64(f.good) / float64(pr.Requests))
 		}
 	case "queue_ms":
-		return statField(f.queue, o.Stat)
+		return f.queue.Field(o.Stat)
 	default:
 		if v, ok := doc[o.Metric][o.Stat].(float64); ok {
 			return &v
@@ -337,25 +337,6 @@ func objectiveValue(o scenarios.Objective, pr *report.CapacityProbe, f probeFigu
 	return nil
 }
 
-func statField(s report.Stat, name string) *float64 {
-	switch name {
-	case "mean":
-		return s.Mean
-	case "min":
-		return s.Min
-	case "p50":
-		return s.P50
-	case "p90":
-		return s.P90
-	case "p95":
-		return s.P95
-	case "p99":
-		return s.P99
-	case "max":
-		return s.Max
-	}
-	return nil
-}
 
 // sortedCopy is vals sorted, leaving vals as they are.
 func sortedCopy(vals []float64) []float64 {

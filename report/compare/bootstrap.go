@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/stats"
 )
 
@@ -175,25 +174,4 @@ func quantile(sorted []float64, q float64) float64 {
 	}
 	frac := pos - float64(i)
 	return sorted[i] + frac*(sorted[i+1]-sorted[i])
-}
-
-// statOf reads a named statistic of a report.Stat.
-func statOf(s report.Stat, name string) *float64 {
-	switch name {
-	case "p50":
-		return s.P50
-	case "p90":
-		return s.P90
-	case "p95":
-		return s.P95
-	case "p99":
-		return s.P99
-	case "mean":
-		return s.Mean
-	case "min":
-		return s.Min
-	case "max":
-		return s.Max
-	}
-	return nil
 }

@@ -119,7 +119,7 @@ func (w *walker) add(e *entry) {
 func (w *walker) dist(path []string, s report.Stat, samples []float64, note string, det bool) {
 	vals := map[string]float64{}
 	for _, name := range []string{"p50", "p90", "p95", "p99", "mean", "min", "max"} {
-		if v := statOf(s, name); v != nil {
+		if v := s.Field(name); v != nil {
 			vals[name] = *v
 		}
 	}
