@@ -337,7 +337,6 @@ func objectiveValue(o scenarios.Objective, pr *report.CapacityProbe, f probeFigu
 	return nil
 }
 
-
 // sortedCopy is vals sorted, leaving vals as they are.
 func sortedCopy(vals []float64) []float64 {
 	s := append([]float64(nil), vals...)
