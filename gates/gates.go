@@ -280,6 +280,13 @@ func BaselineEnv(r *report.Report) (map[string]any, error) {
 // Evaluate runs every gate over env (from Env) and returns their verdicts
 // in order. When env has no baseline, a gate that reads it is skipped.
 func (s *Set) Evaluate(env map[string]any) []report.GateResult {
+	return s.EvaluateReports(env, Reports{})
+}
+
+// EvaluateReports is Evaluate with the reports env was built from, which
+// no_regression compares; without a baseline report, a gate that calls
+// it errors.
+func (s *Set) EvaluateReports(env map[string]any, rs Reports) []report.GateResult {
 	out := make([]report.GateResult, 0, len(s.Gates))
 	_, hasBaseline := env["baseline"]
 	for _, g := range s.Gates {
@@ -288,16 +295,17 @@ func (s *Set) Evaluate(env map[string]any) []report.GateResult {
 				Status: report.StatusSkipped, Message: SkippedNoBaseline})
 			continue
 		}
-		out = append(out, g.evaluate(env))
+		out = append(out, g.evaluate(env, &rs))
 	}
 	return out
 }
 
 const maxObservations = 16
 
-func (g *Gate) evaluate(data map[string]any) (res report.GateResult) {
+func (g *Gate) evaluate(data map[string]any, rs *Reports) (res report.GateResult) {
 	res = report.GateResult{Name: g.Name, Expr: g.Expr, Description: g.Description, Optional: g.Optional}
 	rec := newRecorder(time.Now().Add(evalTimeout))
+	rec.reports = rs
 	v, err := runBounded(g.prog, withHelpers(data, rec))
 	res.Observations = rec.observations()
 	switch {
@@ -313,9 +321,18 @@ func (g *Gate) evaluate(data map[string]any) (res report.GateResult) {
 			return res
 		}
 		res.Value = b
-		if b {
+		switch {
+		case b && len(rec.inconclusive) > 0:
+			// It would pass only because noise hid what no_regression
+			// tested: a gate that cannot tell never passes.
+			res.Status = report.StatusInconclusive
+			res.Message = "cannot tell from noise: " + strings.Join(rec.inconclusive, "; ")
+		case b:
 			res.Status = report.StatusPass
-		} else {
+		case len(rec.failures) > 0:
+			res.Status = report.StatusFail
+			res.Message = strings.Join(rec.failures, "; ")
+		default:
 			res.Status = report.StatusFail
 			res.Message = failMessage(res.Observations)
 		}
@@ -372,6 +389,12 @@ type recorder struct {
 	deadline  time.Time
 	bytesLeft int
 	calls     int
+	// reports are what no_regression compares (nil: not given);
+	// failures and inconclusive are its regressed and undecided tests,
+	// one line each, for the gate's message and status.
+	reports      *Reports
+	failures     []string
+	inconclusive []string
 }
 
 func newRecorder(deadline time.Time) *recorder {
@@ -587,6 +610,7 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 	env["repeat"] = rec.repeat
 	env["run"] = func(params map[string]any) (any, error) { return findRun(data, params) }
 	env["ratio"] = ratio
+	env["no_regression"] = rec.noRegression
 	env["pct"] = pct
 	env["samples"] = samples
 	env["distinct"] = distinct

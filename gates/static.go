@@ -19,6 +19,8 @@ import (
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/types"
+
+	"github.com/tollgate-dev/tollgate/report/compare"
 )
 
 // Static checking, in three steps over the syntax tree, none of which
@@ -45,6 +47,9 @@ var (
 	ErrMissingKey    = errors.New("missing key")
 	ErrType          = errors.New("type error")
 	ErrConstant      = errors.New("constant expression error")
+	// ErrThreshold: no_regression's threshold is not a constant
+	// METRIC.STAT:±N% (0 % included: any noise breaches it).
+	ErrThreshold = errors.New("bad no_regression threshold")
 )
 
 // maxConstElems bounds how many elements of a constant list a predicate
@@ -596,6 +601,9 @@ func (w *resolver) call(n *ast.CallNode, sc *scope, ptr *aval) (aval, []child) {
 			out.unknown = true
 		}
 		return out, kids
+	case "no_regression":
+		w.noRegressionCall(n, args, sc, ptr)
+		return unknownAval, kids
 	case "samples":
 		if len(args) != 1 {
 			return unknownAval, kids
@@ -619,6 +627,33 @@ func (w *resolver) call(n *ast.CallNode, sc *scope, ptr *aval) (aval, []child) {
 		return aval{vals: []any{all}}, kids
 	}
 	return unknownAval, kids
+}
+
+// noRegressionCall checks no_regression's threshold at load, as
+// --fail-on's are checked at the command line, and marks the gate as
+// reading baseline: it compares against one.
+func (w *resolver) noRegressionCall(n *ast.CallNode, args []aval, sc *scope, ptr *aval) {
+	w.readsBaseline = true
+	if len(args) != 1 {
+		w.problem(n, ErrThreshold, fmt.Sprintf("no_regression takes one threshold, e.g. no_regression(\"ttft_ms.p50:+10%%\"); got %d arguments", len(args)))
+		return
+	}
+	if !args[0].konst {
+		w.problem(n.Arguments[0], ErrThreshold, "no_regression's threshold must be a constant string, e.g. \"ttft_ms.p50:+10%\", so it is checked at load")
+		return
+	}
+	v, err := w.value(n.Arguments[0], args[0], sc, ptr)
+	if err != nil {
+		return // the constant's own problem is reported
+	}
+	str, ok := v.(string)
+	if !ok {
+		w.problem(n.Arguments[0], ErrThreshold, fmt.Sprintf("no_regression's threshold must be a string such as \"ttft_ms.p50:+10%%\", got %s", show(v)))
+		return
+	}
+	if _, err := compare.ParseThreshold(str); err != nil {
+		w.problem(n.Arguments[0], ErrThreshold, strings.TrimPrefix(err.Error(), "--fail-on "))
+	}
 }
 
 // elements returns what the elements of a list may be, one aval per exact
@@ -949,6 +984,8 @@ var helperTypes = map[string]any{
 	"samples":  samples,
 	"distinct": distinct,
 	"repeat":   func(string, int) (string, error) { return "", nil },
+	// no_regression reads baseline: call reads it so (noRegressionCall).
+	"no_regression": func(any) (bool, error) { return false, nil },
 }
 
 // typeCheck runs expr's checker over tree, with every node the resolver

@@ -27,6 +27,10 @@ type Outcome struct {
 	Unjudged bool
 	// OutputFailed: an output (report, HTML, summary, …) could not be written.
 	OutputFailed bool
+	// AcceptInconclusive exits 0, not 4, when a required gate could not
+	// tell a change from noise (--accept-inconclusive); the status still
+	// says inconclusive.
+	AcceptInconclusive bool
 }
 
 // Verdict folds an outcome into the report's status and the exit code.
@@ -34,7 +38,8 @@ type Outcome struct {
 // An interruption outranks everything (130): nothing was judged. A run that
 // did not complete exits 3 even when a gate failed, so CI can tell a broken
 // run from a regression. Otherwise a failed required gate outranks an
-// errored one (1): the run was judged and it regressed. Optional gates never
+// errored one (1): the run was judged and it regressed, and an errored one
+// outranks an inconclusive one (3 before 4). Optional gates never
 // change either. An output that could not be written makes a passing run
 // exit 3; the status, already written into the report, is unchanged by it.
 func Verdict(o Outcome) (status string, code int) {
@@ -47,15 +52,18 @@ func Verdict(o Outcome) (status string, code int) {
 		status, code = report.StatusNotGated, ExitPass
 	default:
 		status, code = judge(o.Results)
+		if code == ExitInconclusive && o.AcceptInconclusive {
+			code = ExitPass
+		}
 	}
-	if o.OutputFailed && code == ExitPass {
+	if o.OutputFailed && (code == ExitPass || code == ExitInconclusive) {
 		code = ExitNotJudged
 	}
 	return status, code
 }
 
 func judge(results []report.GateResult) (string, int) {
-	failed, errored := false, false
+	failed, errored, undecided := false, false, false
 	for _, g := range results {
 		if g.Optional {
 			continue
@@ -65,6 +73,8 @@ func judge(results []report.GateResult) (string, int) {
 			failed = true
 		case report.StatusError:
 			errored = true
+		case report.StatusInconclusive:
+			undecided = true
 		}
 	}
 	switch {
@@ -72,6 +82,8 @@ func judge(results []report.GateResult) (string, int) {
 		return report.StatusFail, ExitGateFailed
 	case errored:
 		return report.StatusError, ExitNotJudged
+	case undecided:
+		return report.StatusInconclusive, ExitInconclusive
 	}
 	return report.StatusPass, ExitPass
 }

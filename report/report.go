@@ -20,6 +20,10 @@ const (
 	StatusIncomplete = "incomplete"
 	// StatusSkipped is a gate's only: it reads baseline and none was given.
 	StatusSkipped = "skipped"
+	// StatusInconclusive: a gate that would pass but whose no_regression
+	// test could not tell a change from noise, or a report with such a
+	// required gate and none failed (exit 4 unless accepted).
+	StatusInconclusive = "inconclusive"
 )
 
 // Report is one run of one scenario.

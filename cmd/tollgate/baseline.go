@@ -18,11 +18,12 @@ var errNoBaseline = errors.New("no baseline")
 
 // addBaselineFlags registers the flags of run and judge that give gates a
 // baseline.
-func addBaselineFlags(fs *pflag.FlagSet, path *string, allowAny, require *bool) {
+func addBaselineFlags(fs *pflag.FlagSet, path *string, allowAny, require, acceptInconclusive *bool) {
 	fs.StringVar(path, "baseline", "", "an earlier report `OLD.json`, available to gates as baseline (same shape as the report); "+
 		"without one, or when the file does not exist, gates that read baseline are skipped")
 	fs.BoolVar(allowAny, "baseline-any", false, "accept a baseline from another scenario, model or host")
 	fs.BoolVar(require, "require-baseline", false, "exit 2 when no baseline is given or its file does not exist, instead of skipping the gates that read it")
+	fs.BoolVar(acceptInconclusive, "accept-inconclusive", false, "exit 0, not 4, when a gate's no_regression test cannot tell a change from noise (the gate and the report still say inconclusive)")
 }
 
 // openBaseline reads the baseline report at path, and its environment for

@@ -58,6 +58,7 @@ Exit codes:
   1  ran; at least one gate failed
   2  invalid invocation or scenario; nothing was sent
   3  the run could not complete or be judged (target unreachable, a run failed, a gate errored)
+  4  inconclusive: a gate's no_regression (or compare's --fail-on) could not tell a change from noise; 0 with --accept-inconclusive
   130 interrupted; a partial report was written and marked incomplete
 
 Run 'tollgate help run' for the flags of run.
@@ -175,8 +176,10 @@ type runOptions struct {
 	baseline        string
 	baselineAny     bool
 	requireBaseline bool
-	repeatRuns      int
-	shard           shardOptions
+	// acceptInconclusive: --accept-inconclusive.
+	acceptInconclusive bool
+	repeatRuns         int
+	shard              shardOptions
 }
 
 // maxRepeatRuns bounds --repeat-runs: every repetition is kept in memory
@@ -195,7 +198,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	o.out.extra["--samples-out"] = &o.samplesOut
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
-	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline)
+	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline, &o.acceptInconclusive)
 	addShardFlags(fs, &o.shard)
 	fs.IntVar(&o.repeatRuns, "repeat-runs", 1, "run the whole scenario `N` times; the report keeps the last run and, under repetitions, every figure's mean, median and cv across the N (gates may read repetitions.runs.….median)")
 	return fs, o
@@ -390,7 +393,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return interrupted(lines(errs...))
 	}
 	_, code := gates.Verdict(verdict)
-	return withCode(code, lines(errs...))
+	return withCode(code, lines(append(errs, undecided(rep, code))...))
 }
 
 // runSetup is what run checked and prepared before anything is sent.
@@ -519,7 +522,7 @@ func judge(rep *report.Report, r *runSetup, o *runOptions, completed, stopped bo
 	// An invalid measurement is judged (its gates may say why) but exits
 	// 3, as a run that did not complete does.
 	errs := invalidErrs(rep)
-	verdict := gates.Outcome{Completed: completed && len(errs) == 0, Interrupted: stopped, NotGated: o.noGate}
+	verdict := gates.Outcome{Completed: completed && len(errs) == 0, Interrupted: stopped, NotGated: o.noGate, AcceptInconclusive: o.acceptInconclusive}
 	if stopped {
 		rep.Incomplete = true
 	}
@@ -534,7 +537,7 @@ func judge(rep *report.Report, r *runSetup, o *runOptions, completed, stopped bo
 		if r.baseEnv != nil {
 			env["baseline"] = r.baseEnv
 		}
-		rep.Gates = r.p.gates.Evaluate(env)
+		rep.Gates = r.p.gates.EvaluateReports(env, gates.Reports{Run: rep, Baseline: r.base, AllowAny: o.baselineAny})
 		verdict.Results = rep.Gates
 	}
 	if r.base != nil {

@@ -202,3 +202,19 @@ func isBare(err error) bool {
 		}
 	}
 }
+
+// undecided says why a run or judge exits 4: the required gates that could
+// not tell a change from noise. Nil for any other code.
+func undecided(rep *report.Report, code int) error {
+	if code != ExitInconclusive {
+		return nil
+	}
+	var names []string
+	for _, g := range rep.Gates {
+		if g.Status == report.StatusInconclusive && !g.Optional {
+			names = append(names, fmt.Sprintf("%q", g.Name))
+		}
+	}
+	return fmt.Errorf("inconclusive (exit %d): gate %s could not tell a change from noise; more samples decide it (see the gate's message), --accept-inconclusive accepts it",
+		ExitInconclusive, strings.Join(names, ", "))
+}

@@ -26,7 +26,8 @@ const judgeUsage = "Usage: tollgate judge SCENARIO REPORT.json [flags]\n\n" +
 	"shard that started late: its invalid list) is judged, but exits 3.\n" +
 	"Exits like run: 0 every gate passed, 1 a gate failed, 2 bad input (a report from\n" +
 	"another scenario, a file that is not a report or fails its checks), 3 the report's\n" +
-	"run did not complete, its measurement is invalid, or a gate errored.\n\nFlags:\n"
+	"run did not complete, its measurement is invalid, or a gate errored, 4 a gate's\n" +
+	"no_regression could not tell a change from noise (0 with --accept-inconclusive).\n\nFlags:\n"
 
 type judgeOptions struct {
 	out             *outputs
@@ -35,6 +36,8 @@ type judgeOptions struct {
 	baseline        string
 	baselineAny     bool
 	requireBaseline bool
+	// acceptInconclusive: --accept-inconclusive.
+	acceptInconclusive bool
 }
 
 func judgeFlags(stderr io.Writer) (*pflag.FlagSet, *judgeOptions) {
@@ -46,7 +49,7 @@ func judgeFlags(stderr io.Writer) (*pflag.FlagSet, *judgeOptions) {
 	fs.StringArrayVar(&o.load.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.load.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout; errors still go to stderr")
-	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline)
+	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline, &o.acceptInconclusive)
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", judgeUsage, fs.FlagUsages()) }
 	return fs, o
 }
@@ -106,7 +109,8 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 	// The report now carries the scenario that judged it: its vars and
 	// descriptions (its identity is the report's own).
 	rep.Scenario = fresh
-	verdict, errs := judgeSaved(rep, p, baseEnv)
+	verdict, errs := judgeSaved(rep, p, gates.Reports{Baseline: base, AllowAny: o.baselineAny}, baseEnv)
+	verdict.AcceptInconclusive = o.acceptInconclusive
 	status, _ := gates.Verdict(verdict)
 	if !rep.Incomplete {
 		rep.Status = status
@@ -117,7 +121,7 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 		verdict.OutputFailed = true
 	}
 	_, code := gates.Verdict(verdict)
-	return withCode(code, lines(errs...))
+	return withCode(code, lines(append(errs, undecided(rep, code))...))
 }
 
 // judgeSaved evaluates the gates over a saved report, and says why its
@@ -125,7 +129,7 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 // that did not complete, or whose measurement is invalid, is judged (its
 // gates may say why) but exits 3, as run would have; an interrupted one is
 // partial and not judged.
-func judgeSaved(rep *report.Report, p *prepared, baseEnv map[string]any) (gates.Outcome, []error) {
+func judgeSaved(rep *report.Report, p *prepared, rs gates.Reports, baseEnv map[string]any) (gates.Outcome, []error) {
 	failed := view.FailedRuns(rep)
 	verdict := gates.Outcome{Completed: len(failed) == 0 && len(rep.Invalid) == 0}
 	var errs []error
@@ -146,7 +150,8 @@ func judgeSaved(rep *report.Report, p *prepared, baseEnv map[string]any) (gates.
 	if baseEnv != nil {
 		env["baseline"] = baseEnv
 	}
-	rep.Gates = p.gates.Evaluate(env)
+	rs.Run = rep
+	rep.Gates = p.gates.EvaluateReports(env, rs)
 	verdict.Results = rep.Gates
 	return verdict, errs
 }

@@ -49,6 +49,8 @@ func Write(w io.Writer, r *report.Report, scenarioFile string) error {
 			msg = "gate failed: " + view.GateReason(g, 10)
 		case report.StatusError:
 			msg = "gate errored: " + view.GateReason(g, 10)
+		case report.StatusInconclusive:
+			msg = "gate inconclusive: " + view.GateReason(g, 10)
 		case report.StatusSkipped:
 			emit("notice", g.Name, g.Message) // never a failure: said, not flagged
 			continue

@@ -85,6 +85,8 @@ func statusBadge(s string) badge {
 		return badge{"not gated", "neutral", "–"}
 	case report.StatusSkipped:
 		return badge{"skipped", "neutral", "–"}
+	case report.StatusInconclusive:
+		return badge{"inconclusive", "error", "?"}
 	case "":
 		return badge{"unknown", "neutral", "?"}
 	}
@@ -245,7 +247,7 @@ func gateRows(r, base *report.Report) ([]gateRow, string) {
 		rows = append(rows, row)
 	}
 	var parts []string
-	for _, s := range []string{report.StatusPass, report.StatusFail, report.StatusError, report.StatusSkipped} {
+	for _, s := range []string{report.StatusPass, report.StatusFail, report.StatusError, report.StatusInconclusive, report.StatusSkipped} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

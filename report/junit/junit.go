@@ -53,7 +53,7 @@ func Write(w io.Writer, r *report.Report) error {
 		tc := junitCase{Classname: r.Scenario.Name, Name: g.Name, Time: "0"}
 		switch {
 		case g.Status == report.StatusPass:
-		case g.Optional && (g.Status == report.StatusFail || g.Status == report.StatusError):
+		case g.Optional && (g.Status == report.StatusFail || g.Status == report.StatusError || g.Status == report.StatusInconclusive):
 			tc.Skipped = &junitSkipped{Message: "optional gate failed: " + view.GateReason(g, 10)}
 			suite.Skipped++
 		case g.Status == report.StatusFail:
@@ -61,6 +61,10 @@ func Write(w io.Writer, r *report.Report) error {
 			suite.Failures++
 		case g.Status == report.StatusError:
 			tc.Error = &junitProblem{Type: "gate_error", Message: view.GateReason(g, 10), Body: gateBody(g)}
+			suite.Errors++
+		case g.Status == report.StatusInconclusive:
+			// Not a regression shown, not a pass: it could not be judged.
+			tc.Error = &junitProblem{Type: "gate_inconclusive", Message: view.GateReason(g, 10), Body: gateBody(g)}
 			suite.Errors++
 		case g.Status == report.StatusSkipped:
 			tc.Skipped = &junitSkipped{Message: g.Message}

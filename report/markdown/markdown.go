@@ -184,7 +184,7 @@ func writeGatesTable(w io.Writer, r *report.Report) {
 	fmt.Fprintf(w, "\n### Gates\n\n| status | gate | deciding values |\n| --- | --- | --- |\n")
 	for _, g := range r.Gates {
 		status := strings.ToUpper(g.Status)
-		if g.Status == report.StatusFail || g.Status == report.StatusError {
+		if g.Status == report.StatusFail || g.Status == report.StatusError || g.Status == report.StatusInconclusive {
 			status = "**" + status + "**"
 		}
 		if g.Optional {
@@ -199,7 +199,7 @@ func writeGatesTable(w io.Writer, r *report.Report) {
 // passing one.
 func deciding(g report.GateResult) string {
 	switch g.Status {
-	case report.StatusFail, report.StatusError:
+	case report.StatusFail, report.StatusError, report.StatusInconclusive:
 		return view.GateReason(g, 4)
 	}
 	if o, headroom, ok := view.Tightest(g.Observations); ok {
@@ -230,7 +230,7 @@ func cells(row []string) []string {
 func inline(s string) string { return cell(s) }
 
 // statusWord is the overall verdict in capitals: PASS, FAIL, ERROR,
-// NOT_GATED, INCOMPLETE.
+// NOT_GATED, INCOMPLETE, INCONCLUSIVE.
 func statusWord(r *report.Report) string {
 	s := strings.ToUpper(r.Status)
 	if s == "" {

@@ -87,6 +87,8 @@ func writeGateDetail(w io.Writer, g report.GateResult) {
 		fmt.Fprintf(w, "        %s\n", g.Message)
 	case report.StatusError:
 		fmt.Fprintf(w, "        error: %s\n", g.Message)
+	case report.StatusInconclusive:
+		fmt.Fprintf(w, "        %s\n", g.Message)
 	case report.StatusFail:
 		shown := 0
 		for _, o := range g.Observations {
