@@ -41,7 +41,7 @@ func check(d *decoder, doc *document) {
 		// No server named: the embedded simulator, so a new user sees real results.
 		doc.Targets = []*Target{{Meta: Meta{Pos: doc.Pos}, Name: KindEmbedded, Kind: KindEmbedded, OpenAI: &OpenAITarget{}}}
 		doc.Targets[0].OpenAI.Kind = KindEmbedded
-	} else if len(doc.Targets) == 0 {
+	} else if len(doc.Targets) == 0 && !d.nullBodies["targets"] {
 		e.add(doc.At("targets"), "no targets: name at least one, or leave targets out to use the embedded simulator")
 	}
 	for _, t := range doc.Targets {
@@ -52,8 +52,8 @@ func check(d *decoder, doc *document) {
 			checkOpenAI(e, t)
 		}
 	}
-	if len(doc.Phases) == 0 {
-		e.add(doc.Pos, "no phases: add a phases mapping, e.g. phases: {prefill: {}, decode: {}}")
+	if len(doc.Phases) == 0 && !d.nullBodies["phases"] {
+		e.add(doc.At("phases"), "no phases: add a phases mapping, e.g. phases: {prefill: {}, decode: {}}")
 	}
 	for _, p := range doc.Phases {
 		checkPhase(d, doc, p)
@@ -119,7 +119,7 @@ func checkGates(e *errs, doc *document) {
 	names := map[string]bool{}
 	for i, g := range doc.Gates {
 		if g == nil {
-			e.add(doc.At("gates"), "gates[%d]: expected a mapping {name, expr}, got null", i)
+			e.add(doc.ItemAt("gates", i), "gates[%d]: expected a mapping {name, expr}, got null", i)
 			continue
 		}
 		if g.Keys == nil {
@@ -153,9 +153,9 @@ func checkSeam(e *errs, t *Target) {
 		e.add(s.At("route"), "%s.route: a route needs at least two nodes, got %d", path, len(s.Route))
 	}
 	seen := map[string]bool{}
-	for _, n := range s.Route {
+	for i, n := range s.Route {
 		if n == "" || seen[n] {
-			e.add(s.At("route"), "%s.route: node names must be non-empty and unique, got %q twice or empty", path, n)
+			e.add(s.ItemAt("route", i), "%s.route: node names must be non-empty and unique, got %q twice or empty", path, n)
 		}
 		seen[n] = true
 	}
@@ -475,7 +475,7 @@ func checkLivePhase(d *decoder, kind phaseKind, p *Phase) {
 func checkPhaseSizes(e *errs, p *Phase, path string) {
 	for i, n := range p.PromptTokens {
 		if n < 1 {
-			e.add(p.At("prompt_tokens"), "%s.prompt_tokens[%d]: must be at least 1, got %d", path, i, n)
+			e.add(p.ItemAt("prompt_tokens", i), "%s.prompt_tokens[%d]: must be at least 1, got %d", path, i, n)
 		}
 	}
 	if p.MaxTokens < 0 {

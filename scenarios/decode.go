@@ -16,6 +16,18 @@ type Meta struct {
 	Pos    Pos            `json:"-" yaml:"-"`
 	Keys   map[string]Pos `json:"-" yaml:"-"`
 	Values map[string]Pos `json:"-" yaml:"-"`
+	// Items are the positions of the items of each list value, so a check
+	// of one item points at it (or at the --set that wrote it).
+	Items map[string][]Pos `json:"-" yaml:"-"`
+}
+
+// ItemAt returns the position of item i of the list under key, or that of
+// the key's value when the item is not known.
+func (m *Meta) ItemAt(key string, i int) Pos {
+	if ps := m.Items[key]; i >= 0 && i < len(ps) {
+		return ps[i]
+	}
+	return m.At(key)
 }
 
 // Has reports whether the key was written in the scenario.
@@ -50,6 +62,9 @@ type decoder struct {
 	// keysOnly keeps only unknown-key errors: for profiles that are not
 	// selected, whose values are checked only once one is.
 	keysOnly bool
+	// nullBodies are the keyed mappings (targets, phases) an entry of
+	// which was null and refused, so "no targets" is not said as well.
+	nullBodies map[string]bool
 }
 
 const fileShift = 20
@@ -278,7 +293,18 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		}
 		if meta != nil {
 			meta.Keys[k.Value] = d.pos(k)
-			meta.Values[k.Value] = d.pos(resolveAlias(val))
+			body := resolveAlias(val)
+			meta.Values[k.Value] = d.pos(body)
+			if body.Kind == yaml.SequenceNode {
+				ps := make([]Pos, len(body.Content))
+				for i, c := range body.Content {
+					ps[i] = d.pos(resolveAlias(c))
+				}
+				if meta.Items == nil {
+					meta.Items = map[string][]Pos{}
+				}
+				meta.Items[k.Value] = ps
+			}
 		}
 		fv := v.FieldByIndex(fi.index)
 		if fi.keyed {
@@ -323,11 +349,25 @@ func (d *decoder) decodeKeyed(n *yaml.Node, v reflect.Value, path string) {
 			// Run names join the target name and matrix values with /.
 			d.errorf(k, "%s: name %q must not contain / (run names join target and matrix values with /)", path, k.Value)
 		}
+		if body := resolveAlias(val); body.ShortTag() == "!!null" {
+			// The schema wants a mapping. Said here, at the body (or the
+			// --set that wrote it), and the entry left out: a null target
+			// kept as a default one made the errors name the phases that
+			// use it, and the schema's own check runs only when nothing
+			// else is wrong.
+			d.errorf(body, "%s: expected a mapping, got %s", joinPath(path, k.Value), describe(body))
+			if d.nullBodies == nil {
+				d.nullBodies = map[string]bool{}
+			}
+			d.nullBodies[path] = true
+			continue
+		}
 		e := reflect.New(elemT.Elem())
 		e.Elem().FieldByName("Name").SetString(k.Value)
 		d.decode(val, e, joinPath(path, k.Value))
 		if m, ok := e.Interface().(interface{ meta() *Meta }); ok && m.meta().Keys == nil {
-			// A null body still needs a position for later checks.
+			// A body that is not a mapping still needs a position for
+			// later checks.
 			m.meta().Pos = d.pos(k)
 		}
 		v.Set(reflect.Append(v, e))

@@ -56,12 +56,12 @@ func checkSweep(e *errs, p *Phase, path string) {
 	}
 	for i, c := range sw.Concurrency {
 		if c < 1 {
-			e.add(sw.At("concurrency"), "%s.sweep.concurrency[%d]: must be at least 1, got %d", path, i, c)
+			e.add(sw.ItemAt("concurrency", i), "%s.sweep.concurrency[%d]: must be at least 1, got %d", path, i, c)
 		}
 	}
 	for i, r := range sw.Rate {
 		if !(r > 0) {
-			e.add(sw.At("rate"), "%s.sweep.rate[%d]: must be positive, got %v", path, i, r)
+			e.add(sw.ItemAt("rate", i), "%s.sweep.rate[%d]: must be positive, got %v", path, i, r)
 		}
 	}
 }

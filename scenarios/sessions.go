@@ -152,7 +152,7 @@ func checkAgent(e *errs, p *Phase, path string) {
 // schema and the definition sent to the server.
 func checkTool(e *errs, p *Phase, path string, i int, t *ToolSpec, seen map[string]bool) {
 	if t == nil {
-		e.add(p.At("tools"), "%s.tools[%d]: expected a mapping {name, parameters}", path, i)
+		e.add(p.ItemAt("tools", i), "%s.tools[%d]: expected a mapping {name, parameters}", path, i)
 		return
 	}
 	tp := fmt.Sprintf("%s.tools[%d]", path, i)
