@@ -219,6 +219,9 @@ var (
 	buildChecked  sync.Once
 	buildCheckErr error
 	goRunLine     = regexp.MustCompile(`\bgo run \./cmd/tollgate\b`)
+	// builtBin is the binary buildLine writes, run by its path; it becomes
+	// the logged tollgate below, so its exit codes are checked too.
+	builtBin = regexp.MustCompile(`(^|[\s;&|(])(\./)?bin/tollgate\b`)
 	otherGo       = regexp.MustCompile(`\bgo (build|install|run|get)\b`)
 	// tollgateCommand is a tollgate command in a script, which must reach
 	// the logging function below.
@@ -244,8 +247,11 @@ func runScript(t *testing.T, dir string, env, argv []string, script string) stri
 	if strings.Contains(script, buildLine) && buildCheckErr != nil {
 		t.Fatal(buildCheckErr)
 	}
-	script = strings.ReplaceAll(script, buildLine, `mkdir -p bin && ln -sf "$TOLLGATE_TEST_BIN" bin/tollgate`)
+	const built = "\x00build\x00" // the build line, kept from builtBin
+	script = strings.ReplaceAll(script, buildLine, built)
 	script = goRunLine.ReplaceAllString(script, "tollgate")
+	script = builtBin.ReplaceAllString(script, "${1}tollgate")
+	script = strings.ReplaceAll(script, built, `mkdir -p bin && ln -sf "$TOLLGATE_TEST_BIN" bin/tollgate`)
 	if m := otherGo.FindString(script); m != "" {
 		t.Fatalf("%q in a doc's script: only %q and go run ./cmd/tollgate are known to the test\n%s", m, buildLine, script)
 	}
