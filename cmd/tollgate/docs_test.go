@@ -222,7 +222,7 @@ var (
 	// builtBin is the binary buildLine writes, run by its path; it becomes
 	// the logged tollgate below, so its exit codes are checked too.
 	builtBin = regexp.MustCompile(`(^|[\s;&|(])(\./)?bin/tollgate\b`)
-	otherGo       = regexp.MustCompile(`\bgo (build|install|run|get)\b`)
+	otherGo  = regexp.MustCompile(`\bgo (build|install|run|get)\b`)
 	// tollgateCommand is a tollgate command in a script, which must reach
 	// the logging function below.
 	tollgateCommand = regexp.MustCompile(`(^|\s)tollgate (run|validate|compare|schema|serve|report|version|help)\b`)
