@@ -193,5 +193,5 @@ var ServerTimingMetrics = []ServerMetric{
 // reads a missing key. engine/measure's classes are these (a test holds them).
 var ErrorClasses = []string{
 	"connect", "timeout_first_token", "timeout_idle", "timeout_total",
-	"http_status", "protocol", "reset", "canceled", "stale_connection", "redirect",
+	"http_status", "protocol", "truncated", "reset", "canceled", "stale_connection", "redirect",
 }

@@ -107,3 +107,25 @@ func TestMetricTableFieldsMatchKeys(t *testing.T) {
 		})
 	}
 }
+
+// The schema's error classes are the report's, in the same order, and the
+// by_class description names each of them.
+func TestSchemaErrorClassesAreTheReports(t *testing.T) {
+	data, err := os.ReadFile("../schema/report.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs struct {
+			ErrorClass struct {
+				Enum []string `json:"enum"`
+			} `json:"errorClass"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(doc.Defs.ErrorClass.Enum, report.ErrorClasses) {
+		t.Fatalf("schema errorClass enum %q, report.ErrorClasses %q", doc.Defs.ErrorClass.Enum, report.ErrorClasses)
+	}
+}

@@ -1,7 +1,9 @@
 package anthropic
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -21,8 +23,11 @@ import (
 
 // accumulator records one stream's events into a measure.Timeline.
 type accumulator struct {
-	tl measure.Timeline
-	u  usage
+	tl    measure.Timeline
+	u     usage
+	phase phase
+	block *int   // the open content block's index, when it gave one
+	last  string // the last event's type, for messages
 }
 
 func newAccumulator(maxTokens int) *accumulator {
@@ -115,6 +120,7 @@ func (e *errorJSON) streamError() *transport.StreamError {
 // eventJSON is any stream event's data.
 type eventJSON struct {
 	Type    string `json:"type"`
+	Index   *int   `json:"index"`
 	Message *struct {
 		Usage *usageJSON `json:"usage"`
 	} `json:"message"`
@@ -134,16 +140,59 @@ type eventJSON struct {
 	Error *errorJSON `json:"error"`
 }
 
-// Event accounts one SSE event; events after message_stop are ignored.
+// ErrEventOrder marks a Messages API stream whose events break the
+// protocol's order: a protocol error naming the event and what was due.
+var ErrEventOrder = errors.New("event out of order")
+
+// phase is where a stream is in the Messages API's order:
+//
+//	message_start (content_block_start content_block_delta* content_block_stop)*
+//	message_delta+ message_stop
+//
+// with ping and error allowed anywhere. message_delta may repeat (running
+// usage totals). Event types the API may add later are skipped, as its
+// versioning policy asks of clients.
+type phase uint8
+
+const (
+	phaseBegin   phase = iota // nothing yet
+	phaseMessage              // message started, no block open
+	phaseBlock                // a content block open
+	phaseDelta                // message_delta seen
+	phaseStopped              // message_stop seen
+)
+
+// expected is what may come next in p, for messages.
+func (p phase) expected() string {
+	switch p {
+	case phaseBegin:
+		return "message_start"
+	case phaseMessage:
+		return "content_block_start or message_delta"
+	case phaseBlock:
+		return "content_block_delta or content_block_stop"
+	case phaseDelta:
+		return "message_delta or message_stop"
+	}
+	return "the end of the stream"
+}
+
+var (
+	nameMessage = []byte("message")
+	namePing    = []byte("ping")
+)
+
+// Event accounts one SSE event, holding the stream to the protocol's
+// order (phase).
 func (a *accumulator) Event(ev *sse.Event) error {
 	tl := &a.tl
-	if tl.Done {
-		return nil
-	}
 	tl.Events++
 	if ev.Done {
-		// OpenAI's [DONE]: not part of the Messages API, but harmless.
-		tl.Done = true
+		// OpenAI's [DONE]: not part of the Messages API, and no end of it.
+		return nil
+	}
+	if bytes.Equal(ev.Name, namePing) {
+		// Keep-alives are frequent and carry nothing: not decoded.
 		return nil
 	}
 	var e eventJSON
@@ -152,12 +201,27 @@ func (a *accumulator) Event(ev *sse.Event) error {
 	}
 	if e.Type == "" {
 		e.Type = string(ev.Name)
+	} else if len(ev.Name) > 0 && !bytes.Equal(ev.Name, nameMessage) && string(ev.Name) != e.Type {
+		return fmt.Errorf("%w: an event named %q carries data of type %q", ErrEventOrder, snippet(ev.Name, 40), snippet([]byte(e.Type), 40))
+	}
+	if e.Type == "error" {
+		return e.Error.streamError()
+	}
+	switch e.Type {
+	case "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
+	default:
+		return nil // ping, or a type added after this client
+	}
+	if a.phase == phaseStopped {
+		return a.outOfOrder(e.Type)
 	}
 	var answer, reasoning, tool int
 	switch e.Type {
-	case "error":
-		return e.Error.streamError()
 	case "message_start":
+		if a.phase != phaseBegin {
+			return a.outOfOrder(e.Type)
+		}
+		a.phase = phaseMessage
 		if e.Message != nil && e.Message.Usage != nil {
 			// Its output_tokens is a placeholder (1): only message_delta's
 			// total counts the answer.
@@ -169,17 +233,29 @@ func (a *accumulator) Event(ev *sse.Event) error {
 			a.u.record(tl)
 		}
 	case "content_block_start":
+		if a.phase != phaseMessage {
+			return a.outOfOrder(e.Type)
+		}
+		a.phase, a.block = phaseBlock, e.Index
 		if b := e.ContentBlock; b != nil {
 			switch b.Type {
 			case "text":
 				answer = len(b.Text)
 			case "thinking":
 				reasoning = len(b.Thinking)
+				// Claude 4 streams a summary of its thinking and counts
+				// the whole of it.
+				tl.Unstreamed = true
+			case "redacted_thinking":
+				tl.Unstreamed = true
 			case "tool_use", "server_tool_use":
 				tool = 1
 			}
 		}
 	case "content_block_delta":
+		if err := a.inBlock(e.Type, e.Index); err != nil {
+			return err
+		}
 		if d := e.Delta; d != nil {
 			switch d.Type {
 			case "text_delta":
@@ -190,7 +266,16 @@ func (a *accumulator) Event(ev *sse.Event) error {
 				tool = len(d.PartialJSON)
 			}
 		}
+	case "content_block_stop":
+		if err := a.inBlock(e.Type, e.Index); err != nil {
+			return err
+		}
+		a.phase = phaseMessage
 	case "message_delta":
+		if a.phase != phaseMessage && a.phase != phaseDelta {
+			return a.outOfOrder(e.Type)
+		}
+		a.phase = phaseDelta
 		if e.Delta != nil && e.Delta.StopReason != nil {
 			tl.FinishReason = *e.Delta.StopReason
 		}
@@ -201,8 +286,13 @@ func (a *accumulator) Event(ev *sse.Event) error {
 			a.u.record(tl)
 		}
 	case "message_stop":
+		if a.phase != phaseDelta {
+			return a.outOfOrder(e.Type)
+		}
+		a.phase = phaseStopped
 		tl.Done = true
 	}
+	a.last = e.Type
 	var ch measure.Channel
 	if answer > 0 {
 		ch |= measure.ChannelAnswer
@@ -219,4 +309,37 @@ func (a *accumulator) Event(ev *sse.Event) error {
 	tl.OutputTextBytes += answer
 	tl.ReasoningTextBytes += reasoning
 	return tl.Token(ev.At, ch, 0)
+}
+
+// inBlock checks that a delta or a stop belongs to the open block (by its
+// index, where both give one).
+func (a *accumulator) inBlock(typ string, index *int) error {
+	if a.phase != phaseBlock {
+		return a.outOfOrder(typ)
+	}
+	if index != nil && a.block != nil && *index != *a.block {
+		return fmt.Errorf("%w: %s for content block %d while block %d is open; expected content_block_delta or content_block_stop of block %d",
+			ErrEventOrder, typ, *index, *a.block, *a.block)
+	}
+	return nil
+}
+
+func (a *accumulator) outOfOrder(typ string) error {
+	after := "before any event"
+	if a.last != "" {
+		after = "after " + a.last
+	}
+	return fmt.Errorf("%w: %q %s; expected %s", ErrEventOrder, snippet([]byte(typ), 40), after, a.phase.expected())
+}
+
+// Finished is nil once message_stop was seen.
+func (a *accumulator) Finished() error {
+	if a.phase == phaseStopped {
+		return nil
+	}
+	after := "before any Messages API event"
+	if a.last != "" {
+		after = "after " + a.last
+	}
+	return fmt.Errorf("%w: the stream ended %s (%d events, %d token events); expected %s", transport.ErrTruncated, after, a.tl.Events, a.tl.All.Events, a.phase.expected())
 }

@@ -25,6 +25,7 @@ const (
 	textStart  = `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`
 	thinkStart = `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`
 	blockStop  = `{"type":"content_block_stop","index":0}`
+	textStop   = `{"type":"content_block_stop","index":1}`
 	msgStop    = `{"type":"message_stop"}`
 	ping       = `{"type": "ping"}`
 )
@@ -110,7 +111,7 @@ func TestStreamEvents(t *testing.T) {
 		ev("content_block_start", thinkStart) + ev("content_block_delta", thinkDelta("hmm")) + ev("content_block_delta", thinkDelta(" so")) +
 		ev("content_block_stop", blockStop) +
 		ev("content_block_start", textStart) + ev("content_block_delta", textDelta("Hel")) + ev("content_block_delta", textDelta("lo")) +
-		ev("content_block_delta", textDelta("!")) + ev("content_block_stop", blockStop) +
+		ev("content_block_delta", textDelta("!")) + ev("content_block_stop", textStop) +
 		ev("message_delta", msgDelta(5)) + ev("message_stop", msgStop)
 	tests := []struct {
 		name   string
@@ -126,15 +127,15 @@ func TestStreamEvents(t *testing.T) {
 		{name: "whole events", pieces: []string{full}, events: 5, completion: 5, reason: 2, source: measure.SourceUsage, ttfo: true, prompt: 14, cached: 4},
 		{name: "split every 7 bytes", pieces: splitEvery(full, 7), events: 5, completion: 5, reason: 2, source: measure.SourceUsage, ttfo: true, prompt: 14, cached: 4},
 		{name: "CRLF and data-only events", pieces: []string{strings.ReplaceAll(
-			"data: "+msgStart+"\n\n: keep-alive\n\ndata: "+textStart+"\n\ndata: "+textDelta("a")+"\n\ndata: "+textDelta("b")+"\n\ndata: "+msgDelta(2)+"\n\ndata: "+msgStop+"\n\n", "\n", "\r\n")},
+			"data: "+msgStart+"\n\n: keep-alive\n\ndata: "+textStart+"\n\ndata: "+textDelta("a")+"\n\ndata: "+textDelta("b")+"\n\ndata: "+textStop+"\n\ndata: "+msgDelta(2)+"\n\ndata: "+msgStop+"\n\n", "\n", "\r\n")},
 			events: 2, completion: 2, source: measure.SourceUsage, ttfo: true, prompt: 14, cached: 4},
 		{name: "pings only between tokens", pieces: []string{ev("message_start", msgStart), ev("ping", ping), ev("ping", ping),
 			ev("content_block_start", textStart) + ev("content_block_delta", textDelta("x")), ev("ping", ping), ev("content_block_delta", textDelta("y")),
-			ev("message_delta", msgDelta(2)) + ev("message_stop", msgStop)},
+			ev("ping", ping) + ev("content_block_stop", textStop) + ev("ping", ping) + ev("message_delta", msgDelta(2)) + ev("ping", ping) + ev("message_stop", msgStop)},
 			events: 2, completion: 2, source: measure.SourceUsage, ttfo: true, prompt: 14, cached: 4},
 		{name: "missing usage counts events", pieces: []string{ev("message_start", `{"type":"message_start","message":{"id":"m"}}`),
 			ev("content_block_start", textStart), ev("content_block_delta", textDelta("a")), ev("content_block_delta", textDelta("b")),
-			ev("content_block_delta", textDelta("c")), ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`), ev("message_stop", msgStop)},
+			ev("content_block_delta", textDelta("c")), ev("content_block_stop", textStop), ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`), ev("message_stop", msgStop)},
 			events: 3, completion: 3, source: measure.SourceSSEEvents, ttfo: true, prompt: -1, cached: -1},
 		{name: "error event mid-stream", pieces: []string{ev("message_start", msgStart), ev("content_block_start", textStart), ev("content_block_delta", textDelta("a")),
 			ev("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)},
@@ -142,14 +143,14 @@ func TestStreamEvents(t *testing.T) {
 		{name: "tool use is a token, not an answer", pieces: []string{ev("message_start", msgStart),
 			ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"get","input":{}}}`),
 			ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"q\": 1}"}}`),
-			ev("message_delta", msgDelta(4)), ev("message_stop", msgStop)},
+			ev("content_block_stop", blockStop), ev("message_delta", msgDelta(4)), ev("message_stop", msgStop)},
 			events: 2, completion: 4, source: measure.SourceUsage, prompt: 14, cached: 4},
 		{name: "usage and pings without a token", pieces: []string{ev("message_start", msgStart), ev("ping", ping), ev("message_delta", msgDelta(0)), ev("message_stop", msgStop)},
 			class: measure.ClassProtocol, errHas: "no output"},
 		{name: "not JSON", pieces: []string{ev("message_start", msgStart), ev("content_block_delta", `{"type":`)},
 			class: measure.ClassProtocol, errHas: "decode event"},
 		{name: "negative count", pieces: []string{ev("message_start", msgStart), ev("content_block_start", textStart), ev("content_block_delta", textDelta("a")),
-			ev("message_delta", `{"type":"message_delta","usage":{"output_tokens":-3}}`)},
+			ev("content_block_stop", textStop), ev("message_delta", `{"type":"message_delta","usage":{"output_tokens":-3}}`)},
 			class: measure.ClassProtocol, errHas: "output_tokens is -3"},
 	}
 	for _, tc := range tests {
@@ -343,7 +344,7 @@ func TestCalibrate(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = w.Write([]byte(ev("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":`+input+`,"output_tokens":1}}}`) +
-			ev("content_block_start", textStart) + ev("content_block_delta", textDelta("x")) + ev("message_delta", msgDelta(1)) + ev("message_stop", msgStop)))
+			ev("content_block_start", textStart) + ev("content_block_delta", textDelta("x")) + ev("content_block_stop", textStop) + ev("message_delta", msgDelta(1)) + ev("message_stop", msgStop)))
 	}))
 	defer probe.Close()
 	cal, err = newClient(t, probe.URL).Calibrate(context.Background(), 100, 1, measure.CalibrateOptions{})

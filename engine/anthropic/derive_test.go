@@ -68,26 +68,27 @@ func TestSameTimingSameMetrics(t *testing.T) {
 				oaContent(45, "x"), oaContent(50, "y"), oaContent(70, "z"), oaFinish(71), at(71, oaUsage(14, 6, 4))},
 			messages: []wireEvent{an(3, msgStart), an(9, thinkStart), an(10, thinkDelta("a")), an(20, thinkDelta("b")), an(30, thinkDelta("c")),
 				an(31, blockStop), an(40, textStart), an(45, textDelta("x")), an(50, textDelta("y")), an(70, textDelta("z")),
-				an(71, msgDelta(6)), an(72, msgStop)},
+				an(70, textStop), an(71, msgDelta(6)), an(72, msgStop)},
 			present: []string{"ttfo_ms", "reasoning_tokens_per_s", "answer_tokens_per_s", "decode_tokens_per_s", "prefill_tokens_per_s", "cached_tokens"},
 		},
 		{
 			name:     "1-token answer",
 			openai:   []wireEvent{oaContent(12, "x"), oaFinish(13), at(13, oaUsage(14, 1, 4))},
-			messages: []wireEvent{an(3, msgStart), an(4, textStart), an(12, textDelta("x")), an(13, msgDelta(1)), an(14, msgStop)},
+			messages: []wireEvent{an(3, msgStart), an(4, textStart), an(12, textDelta("x")), an(12, textStop), an(13, msgDelta(1)), an(14, msgStop)},
 			present:  []string{"ttfo_ms", "prefill_tokens_per_s"},
 		},
 		{
 			// Neither server counts: the token events are counted.
-			name:     "no usage",
-			openai:   []wireEvent{oaContent(12, "x"), oaContent(22, "y"), oaContent(42, "z")},
-			messages: []wireEvent{an(3, bareStart), an(4, textStart), an(12, textDelta("x")), an(22, textDelta("y")), an(42, textDelta("z")), an(43, msgStop)},
+			name:   "no usage",
+			openai: []wireEvent{oaContent(12, "x"), oaContent(22, "y"), oaContent(42, "z")},
+			messages: []wireEvent{an(3, bareStart), an(4, textStart), an(12, textDelta("x")), an(22, textDelta("y")), an(42, textDelta("z")), an(42, textStop),
+				an(43, `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`), an(43, msgStop)},
 		},
 		{
 			name:   "tool calls only",
 			openai: []wireEvent{oaTool(15, ""), oaTool(25, "{\\\"q\\\""), oaTool(35, ":1}"), oaFinish(36), at(36, oaUsage(14, 9, 4))},
 			messages: []wireEvent{an(3, msgStart), an(15, toolStart), an(25, toolDelta("{\\\"q\\\"")), an(35, toolDelta(":1}")),
-				an(36, msgDelta(9)), an(37, msgStop)},
+				an(35, `{"type":"content_block_stop","index":2}`), an(36, msgDelta(9)), an(37, msgStop)},
 			present: []string{"decode_tokens_per_s", "tpot_ms"},
 		},
 		{

@@ -87,8 +87,8 @@ type messageJSON struct {
 // refuses the kind: Protocol.Replies).
 func (wire) DecodeJSON(data []byte, status int, _ measure.Request, tl *measure.Timeline, _ *measure.Result) (int, error) {
 	var b messageJSON
-	if err := json.Unmarshal(data, &b); err != nil {
-		return status, fmt.Errorf("decode response %q: %w", snippet(data, 200), err)
+	if err := transport.UnmarshalAnswer(data, &b); err != nil {
+		return status, err
 	}
 	if b.Type == "error" || b.Error != nil {
 		return status, b.Error.streamError()
@@ -118,6 +118,11 @@ func (wire) DecodeJSON(data []byte, status int, _ measure.Request, tl *measure.T
 	// 0 without thinking text, else none.
 	if tl.OutputTextBytes+tl.ReasoningTextBytes == 0 && !tools && (!tl.Usage.CompletionSet || tl.Usage.Completion == 0) {
 		return status, fmt.Errorf("%w: the message has %d content blocks and no text, thinking or tool use", transport.ErrNoOutput, len(b.Content))
+	}
+	// A whole message that never stopped is what message_stop's absence is
+	// in a stream.
+	if tl.FinishReason == "" {
+		return status, fmt.Errorf("%w: the message has no stop_reason", transport.ErrTruncated)
 	}
 	return 0, nil
 }

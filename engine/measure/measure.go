@@ -74,8 +74,12 @@ const (
 	// ClassProtocol covers malformed streams, oversized lines and error
 	// events sent inside a 200 stream (then Unwrap yields the protocol's stream error).
 	ClassProtocol ErrorClass = "protocol"
-	ClassReset    ErrorClass = "reset"
-	ClassCanceled ErrorClass = "canceled"
+	// ClassTruncated: the answer ended (a clean close, a whole body) before
+	// the protocol said it was finished: an OpenAI stream with neither a
+	// finish_reason nor [DONE], a Messages API stream before message_stop.
+	ClassTruncated ErrorClass = "truncated"
+	ClassReset     ErrorClass = "reset"
+	ClassCanceled  ErrorClass = "canceled"
 	// ClassStaleConnection: a reused keep-alive connection failed before
 	// any response byte and was not retried (the client was told not to).
 	ClassStaleConnection ErrorClass = "stale_connection"
@@ -90,7 +94,7 @@ var ErrCredentialsRefused = errors.New("credentials refused")
 // ErrorClasses lists every class a request can fail with, in report order.
 var ErrorClasses = []ErrorClass{
 	ClassConnect, ClassTimeoutFirstToken, ClassTimeoutIdle, ClassTimeoutTotal,
-	ClassHTTPStatus, ClassProtocol, ClassReset, ClassCanceled, ClassStaleConnection, ClassRedirect,
+	ClassHTTPStatus, ClassProtocol, ClassTruncated, ClassReset, ClassCanceled, ClassStaleConnection, ClassRedirect,
 }
 
 // Error is a classified request failure. Message never holds the API key.

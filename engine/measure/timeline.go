@@ -60,6 +60,10 @@ type Timeline struct {
 	OutputTextBytes    int    // decoded bytes of answer text
 	ReasoningTextBytes int    // decoded bytes of reasoning text
 	KeepAliveComments  int
+	// Unstreamed says the server counts output it does not stream (the
+	// Messages API's summarized or redacted thinking), so its count may
+	// exceed the streamed events by any factor (CheckUsage).
+	Unstreamed bool
 	// Server is what the server said about the request itself (llama.cpp
 	// timings), kept beside the client's figures.
 	Server *ServerTimings
@@ -141,6 +145,52 @@ func TokenEventLimit(maxTokens int) int {
 		return 0
 	}
 	return maxTokens + max(16, maxTokens/10)
+}
+
+// ErrBadCount marks a count from the server that no count can be: negative,
+// fractional, not a number, absurdly large, more cached than prompt tokens,
+// or far more completion tokens than the answer can have carried. Such a
+// request is a protocol error, never a success: the value would also make
+// the report fail its own schema, or print a rate of tokens never sent.
+var ErrBadCount = errors.New("invalid count from the server")
+
+// Plausible completion counts (CheckUsage). A server may put several
+// tokens in one event (a --stream-interval batch, speculative decoding's
+// accepted drafts, the Messages API's multi-token text deltas): a few to a
+// few dozen per event are seen, so 64 per event is beyond any of them. The
+// slack covers tokens that carry no visible text (a stop token counted as
+// output, special tokens dropped by the detokenizer) in a short answer.
+const (
+	maxTokensPerEvent  = 64
+	completionSlackTok = 64
+)
+
+// CheckUsage refuses a completion count the answer contradicts: more than
+// max_tokens allows (with TokenEventLimit's slack), or, for a stream,
+// more than maxTokensPerEvent per streamed token event plus
+// completionSlackTok. Reasoning the server counted but did not stream
+// (OpenAI's hidden reasoning tokens) is not held against the events.
+func (t *Timeline) CheckUsage() error {
+	u := &t.Usage
+	if !u.CompletionSet {
+		return nil
+	}
+	if lim := TokenEventLimit(t.maxTokens); lim > 0 && u.Completion > lim {
+		return fmt.Errorf("%w: the server counts %d completion tokens (%s) for max_tokens %d (at most %d is plausible)",
+			ErrBadCount, u.Completion, u.Source, t.maxTokens, lim)
+	}
+	if t.Body != BodyStream || t.Unstreamed {
+		return nil
+	}
+	visible := u.Completion
+	if u.ReasonSet && t.Reasoning.Events == 0 {
+		visible -= u.Reasoning
+	}
+	if lim := maxTokensPerEvent*t.All.Events + completionSlackTok; visible > lim {
+		return fmt.Errorf("%w: the server counts %d completion tokens (%s) for %d streamed token events (at most %d per event + %d is plausible)",
+			ErrBadCount, u.Completion, u.Source, t.All.Events, maxTokensPerEvent, completionSlackTok)
+	}
+	return nil
 }
 
 // Reset prepares for a new request asked for maxTokens (0: unset): it

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"fmt"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
@@ -128,6 +129,18 @@ func (a *Accumulator) Event(ev *sse.Event) error {
 		}
 	}
 	return nil
+}
+
+// Finished is nil when the stream said it was over: a finish_reason (the
+// usage chunk and [DONE] may still be lost) or [DONE]; else an error
+// wrapping ErrTruncated.
+func (a *Accumulator) Finished() error {
+	tl := &a.tl
+	if tl.Done || tl.FinishReason != "" {
+		return nil
+	}
+	return fmt.Errorf("%w: the stream ended after %d events (%d token events) with neither a finish_reason nor [DONE]",
+		ErrTruncated, tl.Events, tl.All.Events)
 }
 
 // timingsUsage is the token counts of a llama.cpp timings object: prompt_n

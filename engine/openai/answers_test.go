@@ -72,11 +72,11 @@ func TestAnswersThatAreNotAnswers(t *testing.T) {
 			handler: func(w http.ResponseWriter, r *http.Request) { sse(w, contentChunk("x"), "[DONE]") }},
 		{name: "JSON with charset", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			fmt.Fprint(w, `{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
+			fmt.Fprint(w, `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
 		}},
 		{name: "vendor +json", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/vnd.example+json")
-			fmt.Fprint(w, `{"choices":[{"text":"x"}]}`)
+			fmt.Fprint(w, `{"choices":[{"text":"x","finish_reason":"length"}]}`)
 		}},
 		{name: "identity encoding", stream: true, handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Encoding", "identity")

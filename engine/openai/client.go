@@ -7,6 +7,7 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -74,6 +75,8 @@ func (s *stream) Event(ev *sse.Event) error {
 }
 
 func (s *stream) Timeline() *measure.Timeline { return &s.acc.tl }
+
+func (s *stream) Finished() error { return s.acc.Finished() }
 
 func (s *stream) End(res *Result) {
 	if s.tr != nil {
@@ -147,8 +150,11 @@ type nonStreamBody struct {
 // response's.
 func (wire) DecodeJSON(data []byte, status int, req Request, tl *measure.Timeline, res *Result) (int, error) {
 	var b nonStreamBody
-	if err := json.Unmarshal(data, &b); err != nil {
-		return 0, fmt.Errorf("decode response %q: %w", transport.Snippet(data, 200), err)
+	if err := transport.UnmarshalAnswer(data, &b); err != nil {
+		if errors.Is(err, ErrTruncated) {
+			return status, err
+		}
+		return 0, err
 	}
 	if len(b.Error) > 0 && string(b.Error) != "null" {
 		return 0, decodeStreamError(b.Error)
@@ -221,6 +227,11 @@ func (wire) DecodeJSON(data []byte, status int, req Request, tl *measure.Timelin
 	}
 	if tl.OutputTextBytes+tl.ReasoningTextBytes == 0 && !tools && (!tl.Usage.CompletionSet || tl.Usage.Completion == 0) {
 		return status, fmt.Errorf("%w: the answer has %d choices and no text, reasoning or tool call", ErrNoOutput, len(b.Choices))
+	}
+	// A whole body is still no finished answer without a finish_reason:
+	// the stream's rule, for the choices a server sends at the end.
+	if tl.FinishReason == "" {
+		return status, fmt.Errorf("%w: the answer's %d choices carry no finish_reason", ErrTruncated, len(b.Choices))
 	}
 	return 0, nil
 }

@@ -30,6 +30,7 @@ const (
 	ClassTimeoutTotal      = measure.ClassTimeoutTotal
 	ClassHTTPStatus        = measure.ClassHTTPStatus
 	ClassProtocol          = measure.ClassProtocol
+	ClassTruncated         = measure.ClassTruncated
 	ClassReset             = measure.ClassReset
 	ClassCanceled          = measure.ClassCanceled
 	ClassStaleConnection   = measure.ClassStaleConnection
@@ -51,5 +52,6 @@ var (
 	ErrNoOutput        = transport.ErrNoOutput
 	ErrBadBody         = transport.ErrBadBody
 	ErrBadCount        = transport.ErrBadCount
+	ErrTruncated       = transport.ErrTruncated
 	ErrStaleConnection = transport.ErrStaleConnection
 )

@@ -194,9 +194,10 @@ func TestFaultsWithRealClient(t *testing.T) {
 			check: func(t *testing.T, res openai.Result, err error) {
 				wantClass(t, res, err, openai.ClassReset)
 			}},
+		// The fault cuts a whole body inside its JSON: truncated.
 		{name: "non-stream malformed_json", fault: Fault{Kind: FaultMalformedJSON}, nonStream: true, injected: 1,
 			check: func(t *testing.T, res openai.Result, err error) {
-				wantClass(t, res, err, openai.ClassProtocol)
+				wantClass(t, res, err, openai.ClassTruncated)
 			}},
 		{name: "non-stream slow_trickle", fault: Fault{Kind: FaultSlowTrickle, TrickleInterval: time.Millisecond}, nonStream: true, injected: 1,
 			check: func(t *testing.T, res openai.Result, err error) {
@@ -555,9 +556,9 @@ func TestFaultStallHonoursClose(t *testing.T) {
 	case o := <-done:
 		// Close cuts the stream; depending on whether the handler returns
 		// before the connection is closed, the client sees a reset or a
-		// clean end of a stream that lacks [DONE]. Either way it is not
-		// complete.
-		wantClass(t, o.res, o.err, openai.ClassReset, "")
+		// clean end of a stream that lacks both finish_reason and [DONE]
+		// (truncated). Either way it is not complete.
+		wantClass(t, o.res, o.err, openai.ClassReset, openai.ClassTruncated)
 		if o.res.DoneSeen {
 			t.Errorf("stream cut by Close reports [DONE]: %+v", o.res)
 		}

@@ -56,7 +56,7 @@ type Config struct {
 
 	ConnectTimeout    time.Duration // TCP+TLS connect; DefaultConnectTimeout when 0
 	FirstTokenTimeout time.Duration // request start → first token event; 0: none
-	IdleTimeout       time.Duration // max gap between events after the first token; 0: none
+	IdleTimeout       time.Duration // max gap between token events after the first token (other events do not count); 0: none
 	TotalTimeout      time.Duration // whole request; 0: none
 
 	// CAFile is a PEM bundle trusted in addition to the system roots.
@@ -264,7 +264,7 @@ func (c *Client) classify(ctx context.Context, err error, during string) *measur
 		case errors.Is(cause, errFirstToken):
 			return c.fail(measure.ClassTimeoutFirstToken, 0, fmt.Sprintf("no token within %s", c.cfg.FirstTokenTimeout), cause)
 		case errors.Is(cause, errIdle):
-			return c.fail(measure.ClassTimeoutIdle, 0, fmt.Sprintf("no event for %s", c.cfg.IdleTimeout), cause)
+			return c.fail(measure.ClassTimeoutIdle, 0, fmt.Sprintf("no token event for %s after the last one", c.cfg.IdleTimeout), cause)
 		case errors.Is(cause, errTotal):
 			return c.fail(measure.ClassTimeoutTotal, 0, fmt.Sprintf("request exceeded %s", c.cfg.TotalTimeout), cause)
 		default:
@@ -491,33 +491,34 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	bufp := c.bufs.Get().(*[]byte)
 	defer c.bufs.Put(bufp)
 	buf := *bufp
-	parser := sse.NewParser(c.cfg.MaxLineBytes)
 
-	var idleTimer *time.Timer
-	defer func() {
-		if idleTimer != nil {
-			idleTimer.Stop()
-		}
-	}()
+	// The idle clock runs from the last token event: pings, comments and
+	// empty or role-only deltas are no progress and must not keep a stalled
+	// generation alive. A token event only stores its arrival; the timer,
+	// when it fires, re-arms itself for what is left of the timeout, so the
+	// hot path never touches the runtime's timer heap.
+	idle := idleWatch{timeout: c.cfg.IdleTimeout, start: start, cancel: cancel}
+	defer idle.stop()
+	var sinceToken, commentsAtToken int // events and comments since the last token event
 	var streamErr error
 	defer acc.End(&res)
 	tl.Body = measure.BodyStream
+	parser := sse.NewParser(c.cfg.MaxLineBytes)
 	emit := func(ev *sse.Event) error {
 		had := tl.TokenEvents()
 		if err := acc.Event(ev); err != nil {
 			return err
 		}
-		if had == 0 && tl.TokenEvents() > 0 {
-			// Prefill is over: switch from the first-token to the idle clock.
-			if firstTimer != nil {
-				firstTimer.Stop()
-			}
-			if c.cfg.IdleTimeout > 0 {
-				idleTimer = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errIdle) })
-			}
-		} else if idleTimer != nil {
-			idleTimer.Reset(c.cfg.IdleTimeout)
+		if tl.TokenEvents() == had {
+			sinceToken++
+			return nil
 		}
+		sinceToken, commentsAtToken = 0, parser.Comments()
+		if had == 0 && firstTimer != nil {
+			// Prefill is over: switch from the first-token to the idle clock.
+			firstTimer.Stop()
+		}
+		idle.token(ctx, ev.At)
 		return nil
 	}
 	var last time.Duration
@@ -540,15 +541,29 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		}
 		if rerr != nil {
 			res.Err = c.classify(ctx, rerr, "read stream")
+			if res.Err.Class == measure.ClassTimeoutIdle {
+				res.Err.Message += fmt.Sprintf(" (%d events and %d comments since it)", sinceToken, parser.Comments()-commentsAtToken)
+			}
 			break
 		}
 	}
 	tl.End = time.Since(start)
 	tl.KeepAliveComments = parser.Comments()
-	res.Metrics = measure.Derive(tl)
 	if streamErr != nil && res.Err == nil {
-		res.Err = c.fail(measure.ClassProtocol, 0, streamErr.Error(), streamErr)
+		res.Err = c.fail(answerClass(streamErr), 0, streamErr.Error(), streamErr)
 	}
+	if res.Err == nil && res.BytesReceived > 0 {
+		// A clean close is an end only where the protocol says so.
+		if err := acc.Finished(); err != nil {
+			res.Err = c.fail(measure.ClassTruncated, resp.StatusCode, err.Error(), err)
+		}
+	}
+	if res.Err == nil && tl.TokenEvents() > 0 {
+		if err := tl.CheckUsage(); err != nil {
+			res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
+		}
+	}
+	res.Metrics = measure.Derive(tl)
 	if res.Err == nil && tl.TokenEvents() == 0 {
 		// Usage alone is not an answer: nothing was streamed to time.
 		err := fmt.Errorf("%w: the stream ended after %d bytes and %d events without a token event", ErrNoOutput, res.BytesReceived, res.SSEEvents)
@@ -561,6 +576,55 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		return res, res.Err
 	}
 	return res, nil
+}
+
+// idleWatch is the idle timeout of one stream: at most timeout between
+// token events once the first one arrived.
+type idleWatch struct {
+	timeout time.Duration
+	start   time.Time
+	cancel  context.CancelCauseFunc
+	// last is the arrival of the last token event (an offset from start,
+	// ns); written by the reader, read by the timer's goroutine.
+	last  atomic.Int64
+	timer atomic.Pointer[time.Timer]
+}
+
+// token records a token event that arrived at at and starts the clock on
+// the first one.
+func (w *idleWatch) token(ctx context.Context, at time.Duration) {
+	if w.timeout <= 0 {
+		return
+	}
+	w.last.Store(int64(at))
+	if w.timer.Load() == nil {
+		w.arm(ctx, w.timeout)
+	}
+}
+
+// arm fires check after d; check ends the request when the last token is
+// timeout old, else arms again for the rest. A new timer each time keeps
+// the callback from touching a timer another goroutine may be resetting.
+func (w *idleWatch) arm(ctx context.Context, d time.Duration) {
+	w.timer.Store(time.AfterFunc(d, func() {
+		if ctx.Err() != nil {
+			return
+		}
+		// arrival may be the kernel's receive time, a wall-clock offset a
+		// little behind the monotonic one: the timeout can only run late.
+		quiet := time.Since(w.start) - time.Duration(w.last.Load())
+		if quiet >= w.timeout {
+			w.cancel(errIdle)
+			return
+		}
+		w.arm(ctx, w.timeout-quiet)
+	}))
+}
+
+func (w *idleWatch) stop() {
+	if t := w.timer.Load(); t != nil {
+		t.Stop()
+	}
 }
 
 // checkBody refuses, before reading, a 200 that cannot be the answer asked

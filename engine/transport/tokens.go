@@ -164,7 +164,9 @@ func (c *Client) rememberTokenizeForm(i int) {
 
 func (c *Client) countViaProbe(ctx context.Context, model string, messages []measure.Message) (int, error) {
 	res, err := c.Stream(ctx, measure.Request{Model: model, Messages: messages, MaxTokens: 1})
-	if err != nil {
+	// Only the prompt's count is asked for: a whole body that lacks its
+	// finish_reason still counted it.
+	if err != nil && (!errors.Is(err, ErrTruncated) || res.Metrics.PromptTokens == nil) {
 		return 0, err
 	}
 	if res.PromptTokens == nil {

@@ -10,6 +10,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,10 +52,20 @@ type Stream interface {
 	// End runs once the stream is over, whatever ended it (e.g. to keep
 	// the reply of a request that asked for its transcript).
 	End(res *measure.Result)
+	// Finished is nil when the protocol said the answer was over (OpenAI:
+	// a finish_reason or [DONE]; the Messages API: message_stop), else an
+	// error wrapping ErrTruncated saying what was missing. It is asked
+	// once, when the body ended cleanly.
+	Finished() error
 }
 
 // ErrNoOutput marks a 2xx answer that carried no token: never a success.
 var ErrNoOutput = errors.New("no output")
+
+// ErrTruncated marks an answer that ended (a clean close, a whole body)
+// before the protocol said it was finished: a truncated error, never a
+// success, whatever it carried.
+var ErrTruncated = errors.New("truncated answer")
 
 // ErrBadBody marks a 200 answer whose headers say it cannot be read as asked.
 var ErrBadBody = errors.New("unreadable response")
@@ -63,7 +74,7 @@ var ErrBadBody = errors.New("unreadable response")
 // fractional, not a number, absurdly large, or more cached than prompt
 // tokens. Such a request is a protocol error, never a success: the value
 // would also make the report fail its own schema and lose every measurement.
-var ErrBadCount = errors.New("invalid count from the server")
+var ErrBadCount = measure.ErrBadCount
 
 // StreamError is an error the server reported in its answer (OpenAI: a
 // {"error": {...}} data line, {"object": "error", ...} or "event: error";
@@ -102,12 +113,54 @@ func (c *Client) readJSON(ctx context.Context, resp *http.Response, start time.T
 		return res, res.Err
 	}
 	status, err := c.wire.DecodeJSON(data, resp.StatusCode, req, tl, &res)
+	if err == nil {
+		if err = tl.CheckUsage(); err != nil {
+			status = resp.StatusCode
+		}
+	}
 	res.Metrics = measure.Derive(tl)
 	if err != nil {
-		res.Err = c.fail(measure.ClassProtocol, status, err.Error(), err)
+		res.Err = c.fail(answerClass(err), status, err.Error(), err)
 		return res, res.Err
 	}
 	return res, nil
+}
+
+// answerClass is the class of an answer the wire refused: truncated when
+// it ended early, else protocol.
+func answerClass(err error) measure.ErrorClass {
+	if errors.Is(err, ErrTruncated) {
+		return measure.ClassTruncated
+	}
+	return measure.ClassProtocol
+}
+
+// UnmarshalAnswer decodes a non-streamed answer body into v; a body that
+// ends inside its JSON is an error wrapping ErrTruncated, any other
+// undecodable one a decoding error quoting it.
+func UnmarshalAnswer(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	if err == nil {
+		return nil
+	}
+	// Unmarshal says only "unexpected end of JSON input"; a Decoder tells
+	// a cut body (io.ErrUnexpectedEOF) from a malformed one.
+	if derr := json.NewDecoder(bytes.NewReader(data)).Decode(new(json.RawMessage)); errors.Is(derr, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: the body ended after %d bytes inside its JSON (it ends %q)", ErrTruncated, len(data), tail(data, 40))
+	}
+	return fmt.Errorf("decode response %q: %w", Snippet(data, 200), err)
+}
+
+// tail is the last n bytes of b (from a rune start), for a message.
+func tail(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	cut := len(b) - n
+	for cut < len(b) && !utf8.RuneStart(b[cut]) {
+		cut++
+	}
+	return "…" + string(b[cut:])
 }
 
 // Snippet is b cut to at most n bytes at a rune start, with "…" when cut,
