@@ -257,7 +257,7 @@ phases:
   %s: %s
 report: {samples: true}
 `, stream, name, spec)
-					sc, err := scenarios.Parse("kinds.yaml", []byte(src), scenarios.Options{})
+					sc, err := scenarios.Parse("kinds.yaml", []byte(src), scenarios.Options{AllowOutside: []string{filepath.Dir(exampleData(t, "chat.jsonl"))}})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/internal/safefile"
 )
 
 // ErrNotReport marks input that is not a tollgate report.
@@ -45,7 +46,7 @@ func Decode(r io.Reader) (*Report, error) {
 	case probe.SchemaVersion == nil:
 		return nil, fmt.Errorf("%w: no schema_version", ErrNotReport)
 	case probe.Tool.Name != "tollgate":
-		return nil, fmt.Errorf("%w: tool.name is %q", ErrNotReport, probe.Tool.Name)
+		return nil, fmt.Errorf("%w: tool.name is %s", ErrNotReport, safefile.Excerpt(probe.Tool.Name))
 	case len(probe.Runs) == 0 || bytes.Equal(probe.Runs, []byte("null")):
 		return nil, fmt.Errorf("%w: no runs", ErrNotReport)
 	case *probe.SchemaVersion != SchemaVersion:
@@ -67,8 +68,12 @@ func Decode(r io.Reader) (*Report, error) {
 
 // ReadFile reads and decodes the report at path (see Decode); its errors
 // name the file.
+//
+// The file must be a regular file of at most safefile.MaxReportBytes: a
+// FIFO or a device named by mistake fails at once instead of blocking or
+// streaming forever.
 func ReadFile(path string) (*Report, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path, safefile.Rules{Limit: safefile.MaxReportBytes, What: "report"})
 	if err != nil {
 		return nil, fmt.Errorf("reading report: %w", err)
 	}

@@ -1,14 +1,14 @@
 package scenarios
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/redact"
+	"github.com/tollgate-dev/tollgate/workload"
 )
 
 var (
@@ -466,8 +466,8 @@ func checkLivePhase(d *decoder, kind phaseKind, p *Phase) {
 	}
 	kind.check(d, p, path)
 	checkPhaseSizes(e, p, path)
-	checkFixedPrompt(e, p, d.file, path)
-	checkDataset(e, p, d.file, path)
+	checkFixedPrompt(d, p, path)
+	checkDataset(d, p, path)
 }
 
 // checkPhaseSizes checks the token counts and error budget common to
@@ -488,8 +488,8 @@ func checkPhaseSizes(e *errs, p *Phase, path string) {
 
 // checkFixedPrompt checks prompt.text and prompt.file against the phase,
 // and reads the file.
-func checkFixedPrompt(e *errs, p *Phase, scenarioFile, path string) {
-	pr := &p.Prompt
+func checkFixedPrompt(d *decoder, p *Phase, path string) {
+	e, pr := d.errs, &p.Prompt
 	if pr.Text != "" && pr.File != "" {
 		e.add(pr.Pos, "%s.prompt: give text or file, not both", path)
 	}
@@ -500,7 +500,7 @@ func checkFixedPrompt(e *errs, p *Phase, scenarioFile, path string) {
 		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: does not apply with a fixed prompt text or file", path)
 	}
 	if pr.File != "" {
-		p.FilePrompts = readPromptFile(e, pr.At("file"), scenarioFile, pr.File, path)
+		p.FilePrompts = readPromptFile(d, pr.At("file"), pr.File, path)
 	}
 }
 
@@ -512,19 +512,19 @@ func defMax(p *Phase, def int) {
 
 // readPromptFile reads a JSONL file of {"messages": [...]} or {"prompt": "..."}
 // lines, relative to the scenario file.
-func readPromptFile(e *errs, at Pos, scenarioFile, name, path string) []*RequestSpec {
-	full := name
-	if !filepath.IsAbs(full) {
-		full = filepath.Join(filepath.Dir(scenarioFile), name)
-	}
-	data, err := os.ReadFile(full)
+func readPromptFile(d *decoder, at Pos, name, path string) []*RequestSpec {
+	e, full := d.errs, resolve(d.file, name)
+	f, err := d.openNamed(at, full, "prompt file", MaxDataBytes)
 	if err != nil {
 		e.add(at, "%s.prompt.file: %v", path, err)
 		return nil
 	}
+	defer f.Close()
 	var out []*RequestSpec
-	for i, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), workload.MaxLineBytes)
+	for i := 0; sc.Scan(); i++ {
+		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
 		}
@@ -541,6 +541,10 @@ func readPromptFile(e *errs, at Pos, scenarioFile, name, path string) []*Request
 			return nil
 		}
 		out = append(out, &RequestSpec{Messages: r.Messages, Prompt: r.Prompt})
+	}
+	if err := sc.Err(); err != nil {
+		e.add(at, "%s.prompt.file: %s: %v", path, full, err)
+		return nil
 	}
 	if len(out) == 0 {
 		e.add(at, "%s.prompt.file: %s holds no prompts", path, full)

@@ -44,7 +44,8 @@ func resolve(scenarioFile, name string) string {
 // checkDataset checks prompt.dataset and its options, streams the file
 // once, and keeps a seeded sample of the prompts within the length filters
 // as the phase's FilePrompts (for a requests phase, its request list).
-func checkDataset(e *errs, p *Phase, scenarioFile, path string) {
+func checkDataset(d *decoder, p *Phase, path string) {
+	e, scenarioFile := d.errs, d.file
 	pr := &p.Prompt
 	if pr.Dataset == "" {
 		checkNoDatasetOptions(e, pr, path)
@@ -61,7 +62,7 @@ func checkDataset(e *errs, p *Phase, scenarioFile, path string) {
 	full := resolve(scenarioFile, pr.Dataset)
 	info := &DatasetInfo{File: pr.Dataset, Path: full, Format: pr.Format, Replacement: replace}
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0xda7a5e7))
-	pool, ok := sampleDataset(e, p, path, info, rng, need)
+	pool, ok := sampleDataset(d, p, path, info, rng, need)
 	if !ok {
 		return
 	}
@@ -172,8 +173,15 @@ func datasetNeed(e *errs, p *Phase, path string) (int, bool) {
 // seeded uniform sample of the eligible prompts: need of them, or
 // MaxDatasetPool when need is unknown or prompts are drawn with
 // replacement. False when the file cannot serve the phase.
-func sampleDataset(e *errs, p *Phase, path string, info *DatasetInfo, rng *rand.Rand, need int) ([]*RequestSpec, bool) {
-	pr := &p.Prompt
+func sampleDataset(d *decoder, p *Phase, path string, info *DatasetInfo, rng *rand.Rand, need int) ([]*RequestSpec, bool) {
+	e, pr := d.errs, &p.Prompt
+	at := pr.At("dataset")
+	f, err := d.openNamed(at, info.Path, "dataset", MaxDataBytes)
+	if err != nil {
+		e.add(at, "%s.prompt.dataset: %v", path, err)
+		return nil, false
+	}
+	defer f.Close()
 	size := need
 	if size == 0 || info.Replacement {
 		size = MaxDatasetPool
@@ -181,7 +189,7 @@ func sampleDataset(e *errs, p *Phase, path string, info *DatasetInfo, rng *rand.
 	var pool []*RequestSpec
 	var lines []int
 	fixed := p.Has("max_tokens")
-	skipped, err := workload.ReadDataset(info.Path, pr.Format, func(it workload.Item) error {
+	skipped, err := workload.ScanDataset(info.Path, f, pr.Format, func(it workload.Item) error {
 		info.Read++
 		if !withinFilters(pr, it) {
 			return nil
@@ -209,7 +217,6 @@ func sampleDataset(e *errs, p *Phase, path string, info *DatasetInfo, rng *rand.
 		return nil
 	})
 	info.Skipped = skipped
-	at := pr.At("dataset")
 	if err != nil {
 		e.add(at, "%s.prompt.dataset: %v", path, err)
 		return nil, false

@@ -42,7 +42,7 @@ func TestBadDatasetsAndTraces(t *testing.T) {
 		{"dataset empty", `{kind: load, concurrency: 1, requests: 1, prompt: {dataset: empty.jsonl}}`, `s.yaml:3:\d+: .*empty.jsonl holds no prompts`},
 		{"jsonl field of the wrong type", `{kind: load, concurrency: 1, requests: 1, prompt: {dataset: badline.jsonl}}`, `badline.jsonl:3: field "prompt": expected string, got number`},
 		{"jsonl line without prompt", `{kind: load, concurrency: 1, requests: 1, prompt: {dataset: nofield.jsonl}}`, `nofield.jsonl:2: each line needs "prompt"`},
-		{"jsonl bad output_tokens", `{kind: load, concurrency: 1, requests: 1, prompt: {dataset: badout.jsonl}}`, `badout.jsonl:1: field "output_tokens": a whole number ≥ 1, got -2`},
+		{"jsonl bad output_tokens", `{kind: load, concurrency: 1, requests: 1, prompt: {dataset: badout.jsonl}}`, `badout.jsonl:1: field "output_tokens": a whole number ≥ 1, got "-2"`},
 		{"sharegpt item without conversations", `{kind: load, concurrency: 1, requests: 1, prompt: {dataset: sharegpt.json}}`, `sharegpt.json:3: conversation 1: field "conversations": missing`},
 		{"sharegpt not a list", `{kind: load, concurrency: 1, requests: 1, prompt: {dataset: notjson.json, format: sharegpt}}`, `notjson.json:1: not ShareGPT JSON: expected a list`},
 		{"unknown dataset format", `{kind: load, concurrency: 1, requests: 1, prompt: {dataset: chat.jsonl, format: alpaca}}`, `s.yaml:3:\d+: phases.p.prompt.format: unknown "alpaca"`},

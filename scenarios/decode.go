@@ -6,8 +6,11 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-dev/tollgate/internal/safefile"
 )
 
 // Meta records where a decoded mapping and each of its keys came from, so
@@ -59,6 +62,9 @@ type decoder struct {
 	files []string
 	sets  []string // --var and --set flags; nodes they produced carry Line = -(index+1)
 	errs  *errs
+	// roots are where the files the scenario names may resolve to
+	// (fileRoots).
+	roots []string
 	// keysOnly keeps only unknown-key errors: for profiles that are not
 	// selected, whose values are checked only once one is.
 	keysOnly bool
@@ -101,6 +107,11 @@ func describe(n *yaml.Node) string {
 		case "!!null":
 			return "null"
 		case "!!str":
+			// A long value is cut: it may be a whole file that was not
+			// YAML (an include of a text file), which an error must not copy.
+			if utf8.RuneCountInString(n.Value) > safefile.MaxExcerpt {
+				return "string " + safefile.Excerpt(n.Value)
+			}
 			return fmt.Sprintf("string %q", n.Value)
 		case "!!int":
 			return "integer " + n.Value

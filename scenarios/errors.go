@@ -33,12 +33,26 @@ func (p Pos) String() string {
 type Error struct {
 	Pos Pos
 	Msg string
+	// Err is the error the message was made from, when there was one
+	// (a file that could not be read), for errors.Is and As.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 
+func (e *Error) Unwrap() error { return e.Err }
+
 // ErrorList holds every problem found in a scenario, so users fix them in one pass.
 type ErrorList []*Error
+
+// Unwrap is every problem, so errors.Is finds the cause of any of them.
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
 
 func (l ErrorList) Error() string {
 	var b strings.Builder
@@ -104,7 +118,16 @@ func (e *errs) add(p Pos, format string, args ...any) {
 		e.dropped++
 		return
 	}
-	e.append(&Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
+	x := &Error{Pos: p, Msg: fmt.Sprintf(format, args...)}
+	// The message says the error in words; the first error among the
+	// arguments stays reachable as its cause.
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			x.Err = err
+			break
+		}
+	}
+	e.append(x)
 }
 
 func (e *errs) append(x *Error) {

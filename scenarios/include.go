@@ -84,7 +84,7 @@ func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *y
 				return nil
 			}
 		}
-		b, err := readScenario(path)
+		b, err := d.readInclude(d.pos(pn), path)
 		if err != nil {
 			d.errorf(pn, "include %q: cannot read %s: %v (paths are relative to the including file)", pn.Value, path, err)
 			continue
@@ -174,6 +174,17 @@ func gateName(g *yaml.Node) string {
 		return ""
 	}
 	return n.Value
+}
+
+// readInclude reads an included file by the rules of every file a
+// scenario names (openNamed), capped as a scenario file.
+func (d *decoder) readInclude(at Pos, path string) ([]byte, error) {
+	f, err := d.openNamed(at, path, "scenario include", MaxFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 func sameFile(a, b string) bool {

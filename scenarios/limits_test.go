@@ -81,7 +81,7 @@ func TestScenarioFileSizeCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, file, want string }{
-		{name: "the file", file: big, want: big + ": cannot read scenario: scenario file too large: the file is over 1 MiB"},
+		{name: "the file", file: big, want: big + ": cannot read scenario: " + big + ": file too large: 1049159 bytes (1.0 MiB), over the 1 MiB cap on a scenario"},
 		{name: "an included file", file: inc, want: inc + ":1:10: include \"big.yaml\": cannot read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

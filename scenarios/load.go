@@ -1,11 +1,8 @@
 package scenarios
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tollgate-dev/tollgate/internal/safefile"
 	"github.com/tollgate-dev/tollgate/schema"
 )
 
@@ -28,35 +26,20 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// MaxRuns caps the runs the matrix expands to; 0 means DefaultMaxRuns.
 	MaxRuns int
+	// AllowOutside are directories (--allow-outside) the files the
+	// scenario names may resolve into besides the scenario's own tree.
+	AllowOutside []string
 }
 
 // DefaultMaxRuns bounds matrix expansion: each run costs time and memory
 // at load, and a matrix of a dozen keys would make millions.
 const DefaultMaxRuns = 1000
 
-// MaxFileBytes bounds a scenario file (and each included file): a
-// scenario is a page of YAML, and loading cost grows with it.
-const MaxFileBytes = 1 << 20
-
-// readScenario reads at most MaxFileBytes of path.
+// readScenario reads the scenario file the user named: a regular file of
+// at most MaxFileBytes, wherever it is (its includes are held to its tree).
 func readScenario(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%w: the file is over %d MiB", ErrTooLarge, MaxFileBytes>>20)
-	}
-	return data, nil
+	return safefile.ReadAll(path, safefile.Rules{Limit: MaxFileBytes, What: "scenario"})
 }
-
-// ErrTooLarge is returned for a scenario file over MaxFileBytes.
-var ErrTooLarge = errors.New("scenario file too large")
 
 // Load reads, interpolates, expands and validates a scenario file. The error,
 // when not nil, is an ErrorList with every problem found and its position.
@@ -73,14 +56,14 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // Parse is Load for bytes already read; file names the source in errors.
 func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	e := &errs{}
-	d := &decoder{file: file, errs: e, sets: setLabels(opts)}
+	d := &decoder{file: file, errs: e, sets: setLabels(opts), roots: fileRoots(file, opts.AllowOutside)}
 	env := opts.LookupEnv
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
 
 	if len(data) > MaxFileBytes {
-		e.add(Pos{File: file}, "cannot read scenario: %v: the file is over %d MiB", ErrTooLarge, MaxFileBytes>>20)
+		e.add(Pos{File: file}, "cannot read scenario: %v: over %s", ErrTooLarge, safefile.Size(MaxFileBytes))
 		return nil, e.err()
 	}
 	root := d.tree(file, data, 0, []string{file})

@@ -5,9 +5,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
+
+	"github.com/tollgate-dev/tollgate/internal/safefile"
 )
 
 // envNameMsg is the whole message for a field that must name an environment
@@ -81,28 +81,20 @@ func hideValue(p Pos) Pos {
 	return p
 }
 
-// maxCAFileBytes bounds what is read of a ca_file; real bundles are a few
-// hundred KiB.
-const maxCAFileBytes = 16 << 20
-
 // ErrNoCertificate is returned for a ca_file without a PEM certificate.
 var ErrNoCertificate = errors.New("holds no PEM certificate")
 
 // checkCAFile is what the TLS setup will need: a readable file with at
 // least one PEM CERTIFICATE block that parses. Checked at load, so a wrong
 // file fails before anything is sent rather than as a handshake error.
+//
+// A ca_file is relative to the working directory, as the TLS setup reads
+// it, and may lie anywhere (system bundles live under /etc/ssl): it is
+// held to a regular file and a cap, and never quoted.
 func checkCAFile(path string) error {
-	f, err := os.Open(path)
+	data, err := safefile.ReadAll(path, safefile.Rules{Limit: safefile.MaxCAFileBytes, What: "CA file"})
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxCAFileBytes+1))
-	if err != nil {
-		return err
-	}
-	if len(data) > maxCAFileBytes {
-		return fmt.Errorf("%s is over %d MiB; a CA bundle is far smaller", path, maxCAFileBytes>>20)
 	}
 	n := 0
 	for rest := data; ; {

@@ -32,8 +32,11 @@ type TraceSpec struct {
 // TraceInfo is what the load-time pass over a trace found.
 type TraceInfo struct {
 	workload.TraceSummary
-	// Path is the file as opened (relative to the working directory).
-	Path string
+	// Path is the file as named (relative to the working directory);
+	// Resolved is where it led, symlinks resolved, when it was checked
+	// against the scenario's tree: a replay opens that file, not
+	// whatever the name leads to by then.
+	Path, Resolved string
 	// Scale multiplies trace offsets into replay offsets (1 / speed).
 	Scale float64
 }
@@ -103,7 +106,7 @@ func checkTrace(d *decoder, p *Phase, path string) {
 		return
 	}
 	full := resolve(scenarioFile, t.File)
-	s, err := workload.Summarize(full, t.Format, t.From.Duration, t.To.Duration, p.Requests.Count)
+	s, resolved, err := summarizeTrace(d, t.At("file"), full, t, p.Requests.Count)
 	if err != nil {
 		e.add(t.At("file"), "%s.file: %v", tp, err)
 		return
@@ -112,7 +115,7 @@ func checkTrace(d *decoder, p *Phase, path string) {
 		e.add(t.At("file"), "%s.file: %s holds no requests%s", tp, full, window(t))
 		return
 	}
-	info := &TraceInfo{TraceSummary: s, Path: full, Scale: 1}
+	info := &TraceInfo{TraceSummary: s, Path: full, Resolved: resolved, Scale: 1}
 	if t.Speed > 0 {
 		info.Scale = 1 / t.Speed
 	}
@@ -124,6 +127,22 @@ func checkTrace(d *decoder, p *Phase, path string) {
 		info.Scale = float64(s.Requests-1) / s.Span.Seconds() / t.Rate
 	}
 	p.TraceInfo = info
+}
+
+// summarizeTrace opens the trace by the rules of every file a scenario
+// names (openNamed) and streams it once.
+func summarizeTrace(d *decoder, at Pos, full string, t *TraceSpec, limit int) (workload.TraceSummary, string, error) {
+	f, err := d.openNamed(at, full, "trace", MaxDataBytes)
+	if err != nil {
+		return workload.TraceSummary{}, "", err
+	}
+	tr, err := workload.NewTraceReader(full, f, t.Format)
+	if err != nil {
+		return workload.TraceSummary{}, "", err
+	}
+	defer tr.Close()
+	s, err := tr.Summarize(t.From.Duration, t.To.Duration, limit)
+	return s, f.Resolved, err
 }
 
 func window(t *TraceSpec) string {

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/internal/safefile"
 )
 
 // Dataset formats.
@@ -46,17 +47,24 @@ type Item struct {
 // ReadDataset streams the items of a dataset file to fn, in file order.
 // skipped counts ShareGPT conversations with no human turn followed by a
 // reply (ShareGPT holds many; they are not errors). fn's error stops it.
+// The file must be a regular file of at most safefile.MaxDataBytes.
 func ReadDataset(name, format string, fn func(Item) error) (skipped int, err error) {
-	f, err := os.Open(name)
+	f, err := safefile.Open(name, safefile.Rules{What: "dataset"})
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
+	return ScanDataset(name, f, format, fn)
+}
+
+// ScanDataset is ReadDataset over r, opened by the caller (see
+// safefile.Open); name is the file in errors.
+func ScanDataset(name string, r io.Reader, format string, fn func(Item) error) (skipped int, err error) {
 	switch format {
 	case FormatJSONL:
-		return 0, readJSONL(name, f, fn)
+		return 0, readJSONL(name, r, fn)
 	case FormatShareGPT:
-		return readShareGPT(name, f, fn)
+		return readShareGPT(name, r, fn)
 	}
 	return 0, fmt.Errorf("unknown dataset format %q (one of %s)", format, strings.Join(DatasetFormats, ", "))
 }
@@ -107,7 +115,7 @@ func readJSONL(name string, r io.Reader, fn func(Item) error) error {
 		if len(raw.OutputTokens) > 0 && string(raw.OutputTokens) != "null" {
 			var n int
 			if err := json.Unmarshal(raw.OutputTokens, &n); err != nil || n < 1 {
-				return fmt.Errorf("%s:%d: field \"output_tokens\": a whole number ≥ 1, got %s", name, line, raw.OutputTokens)
+				return fmt.Errorf("%s:%d: field \"output_tokens\": a whole number ≥ 1, got %s", name, line, safefile.Excerpt(string(raw.OutputTokens)))
 			}
 			it.OutputTokens = n
 		}
@@ -164,7 +172,7 @@ func readShareGPT(name string, r io.Reader, fn func(Item) error) (int, error) {
 		return 0, fmt.Errorf("%s:%d: not ShareGPT JSON: %v", name, lt.lineAt(dec.InputOffset()), err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return 0, fmt.Errorf("%s:%d: not ShareGPT JSON: expected a list of conversations, got %v", name, lt.lineAt(dec.InputOffset()), tok)
+		return 0, fmt.Errorf("%s:%d: not ShareGPT JSON: expected a list of conversations, got %s", name, lt.lineAt(dec.InputOffset()), safefile.Excerpt(fmt.Sprint(tok)))
 	}
 	skipped := 0
 	for i := 0; dec.More(); i++ {

@@ -2,7 +2,9 @@
 // (Mooncake JSONL, BurstGPT CSV, the Azure LLM inference trace CSV) and
 // prompt datasets (ShareGPT JSON, JSONL). Every reader streams: memory does
 // not grow with the file, and every error names the file and line (and the
-// field) at fault. It imports nothing of the project.
+// field) at fault, quoting at most a short excerpt of it. It imports
+// nothing of the project but internal/safefile, which every file read
+// goes through.
 package workload
 
 import (
@@ -13,10 +15,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/safefile"
 )
 
 // Trace formats.
@@ -52,7 +55,7 @@ type Entry struct {
 type TraceReader struct {
 	name   string
 	format string
-	f      *os.File
+	f      io.Closer
 	sc     *bufio.Scanner
 	csv    *csv.Reader
 	cols   map[string]int
@@ -62,12 +65,20 @@ type TraceReader struct {
 	last   time.Duration
 }
 
-// OpenTrace opens name as a trace of format.
+// OpenTrace opens name as a trace of format: a regular file of at most
+// safefile.MaxDataBytes.
 func OpenTrace(name, format string) (*TraceReader, error) {
-	f, err := os.Open(name)
+	f, err := safefile.Open(name, safefile.Rules{What: "trace"})
 	if err != nil {
 		return nil, err
 	}
+	return NewTraceReader(name, f, format)
+}
+
+// NewTraceReader reads f, opened by the caller (see safefile.Open), as a
+// trace of format; name is the file in errors. Close closes f, and so
+// does an error.
+func NewTraceReader(name string, f io.ReadCloser, format string) (*TraceReader, error) {
 	t := &TraceReader{name: name, format: format, f: f}
 	switch format {
 	case FormatMooncake:
@@ -267,7 +278,7 @@ func (t *TraceReader) nextCSV() (Entry, error) {
 			}
 			n, err := strconv.Atoi(s)
 			if err != nil {
-				return e, fmt.Errorf("%s:%d: field %q: %q is not a whole number", t.name, t.line, csvColumns[t.format][k][0], s)
+				return e, fmt.Errorf("%s:%d: field %q: %s is not a whole number", t.name, t.line, csvColumns[t.format][k][0], safefile.Excerpt(s))
 			}
 			if k == "input" {
 				e.InputTokens = n
@@ -282,7 +293,7 @@ func (t *TraceReader) nextCSV() (Entry, error) {
 		if t.format == FormatBurstGPT {
 			v, err := strconv.ParseFloat(ts, 64)
 			if err != nil || v < 0 || math.IsInf(v, 0) {
-				return e, fmt.Errorf("%s:%d: field \"Timestamp\": %q is not seconds ≥ 0", t.name, t.line, ts)
+				return e, fmt.Errorf("%s:%d: field \"Timestamp\": %s is not seconds ≥ 0", t.name, t.line, safefile.Excerpt(ts))
 			}
 			e.Offset = t.relative(v, time.Second)
 		} else {
@@ -294,7 +305,7 @@ func (t *TraceReader) nextCSV() (Entry, error) {
 				}
 			}
 			if perr != nil {
-				return e, fmt.Errorf("%s:%d: field \"TIMESTAMP\": %q is not a time such as 2023-11-16 18:15:46.6805900", t.name, t.line, ts)
+				return e, fmt.Errorf("%s:%d: field \"TIMESTAMP\": %s is not a time such as 2023-11-16 18:15:46.6805900", t.name, t.line, safefile.Excerpt(ts))
 			}
 			if t.first == nil {
 				t.first = &at
@@ -331,12 +342,17 @@ type TraceSummary struct {
 // whose offset lies in [from, to) (to 0: no end), the first limit of them
 // when limit > 0 (the lines after those are not read).
 func Summarize(name, format string, from, to time.Duration, limit int) (TraceSummary, error) {
-	var s TraceSummary
 	t, err := OpenTrace(name, format)
 	if err != nil {
-		return s, err
+		return TraceSummary{}, err
 	}
 	defer t.Close()
+	return t.Summarize(from, to, limit)
+}
+
+// Summarize is the package's Summarize over an opened trace.
+func (t *TraceReader) Summarize(from, to time.Duration, limit int) (TraceSummary, error) {
+	var s TraceSummary
 	var last time.Duration
 	for limit <= 0 || s.Requests < limit {
 		e, err := t.Next()

@@ -31,7 +31,7 @@ include: [$repo/examples/serving.yaml]
 report: {samples: true}
 YAML
 echo "== examples/serving.yaml, 1 slot"
-"$out/tollgate" run "$out/serving.yaml" --set vars.base_url=http://127.0.0.1:$port --json-out "$out/serving.json" || true
+"$out/tollgate" run "$out/serving.yaml" --allow-outside "$repo/examples" --set vars.base_url=http://127.0.0.1:$port --json-out "$out/serving.json" || true
 kill $pid; wait $pid 2>/dev/null || true
 
 serve 4

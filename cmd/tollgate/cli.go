@@ -180,6 +180,7 @@ type runOptions struct {
 	acceptInconclusive bool
 	repeatRuns         int
 	shard              shardOptions
+	allowOutside       []string
 }
 
 // maxRepeatRuns bounds --repeat-runs: every repetition is kept in memory
@@ -198,6 +199,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	o.out.extra["--samples-out"] = &o.samplesOut
 	fs.StringArrayVar(&o.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
+	addAllowOutsideFlag(fs, &o.allowOutside)
 	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline, &o.acceptInconclusive)
 	addShardFlags(fs, &o.shard)
 	fs.IntVar(&o.repeatRuns, "repeat-runs", 1, "run the whole scenario `N` times; the report keeps the last run and, under repetitions, every figure's mean, median and cv across the N (gates may read repetitions.runs.….median)")
@@ -216,6 +218,7 @@ func validateFlags(stderr io.Writer) (*pflag.FlagSet, *validateOptions) {
 	fs.StringArrayVar(&o.load.sets, "set", nil, "override a scenario value: `PATH=VALUE` (repeatable)")
 	fs.StringArrayVar(&o.load.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable)")
 	fs.StringVar(&o.load.profile, "profile", "", "apply the scenario's profile `NAME`")
+	addAllowOutsideFlag(fs, &o.load.allowOutside)
 	fs.BoolVar(&o.print, "print", false, "print the effective scenario (includes, profile, vars and --set applied; secrets redacted)")
 	fs.IntVar(&o.load.repeatRuns, "repeat-runs", 1, "check the gates as for run --repeat-runs `N` (they may read repetitions)")
 	return fs, o
@@ -228,6 +231,16 @@ type loadOptions struct {
 	// repeatRuns > 1 gives the gates' shape a repetitions tree, as a run
 	// with --repeat-runs writes.
 	repeatRuns int
+	// allowOutside: --allow-outside.
+	allowOutside []string
+}
+
+// addAllowOutsideFlag adds --allow-outside. The opt-in is a flag, not a
+// scenario key: the person who runs a scenario decides what it may read,
+// so a scenario (from a pull request, from another team's repository)
+// cannot grant itself a runner's files.
+func addAllowOutsideFlag(fs *pflag.FlagSet, dirs *[]string) {
+	fs.StringArrayVar(dirs, "allow-outside", nil, "let the scenario's includes, datasets, traces and prompt files resolve into `DIR`, outside the scenario file's directory tree (repeatable)")
 }
 
 // prepared is a scenario that loaded and whose gates compiled.
@@ -242,7 +255,7 @@ type prepared struct {
 // judged). The error, an invalid scenario, has every problem with its
 // position.
 func prepare(path string, lo loadOptions, compileGates bool, baseline map[string]any, stderr io.Writer) (*prepared, error) {
-	sc, err := scenarios.Load(path, scenarios.Options{Sets: lo.sets, Vars: lo.vars, Profile: lo.profile, LookupEnv: os.LookupEnv})
+	sc, err := scenarios.Load(path, scenarios.Options{Sets: lo.sets, Vars: lo.vars, Profile: lo.profile, LookupEnv: os.LookupEnv, AllowOutside: lo.allowOutside})
 	if err != nil {
 		return nil, loadError(err)
 	}
@@ -416,7 +429,7 @@ func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, erro
 	if o.repeatRuns < 1 || o.repeatRuns > maxRepeatRuns {
 		return nil, invalid(fmt.Errorf("--repeat-runs %d: want 1 to %d", o.repeatRuns, maxRepeatRuns))
 	}
-	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns}
+	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns, allowOutside: o.allowOutside}
 	var err error
 	if r.base, r.baseEnv, err = openBaseline(o.baseline, o.requireBaseline, stderr); err != nil {
 		return nil, invalid(err)

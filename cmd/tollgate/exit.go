@@ -118,7 +118,7 @@ func classOf(err error) int {
 		return ExitInvalid // a gate that did not compile
 	}
 	for _, s := range []error{
-		scenarios.ErrTooLarge,
+		scenarios.ErrTooLarge, scenarios.ErrNotRegular, scenarios.ErrOutside,
 		report.ErrNotReport, report.ErrSchemaVersion, fold.ErrMerge,
 		compare.ErrIncomparable, compare.ErrNoMetric,
 		errOutputs, errShard, errAddr, errNoBaseline, errOtherScenario,

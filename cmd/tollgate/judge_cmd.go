@@ -48,6 +48,7 @@ func judgeFlags(stderr io.Writer) (*pflag.FlagSet, *judgeOptions) {
 	fs.StringArrayVar(&o.load.sets, "set", nil, "override a scenario value: `PATH=VALUE`, VALUE parsed as YAML (repeatable), e.g. --set vars.max_ratio=0.7")
 	fs.StringArrayVar(&o.load.vars, "var", nil, "set a scenario var: `NAME=VALUE` (repeatable; applied after the file and profile, before --set)")
 	fs.StringVar(&o.load.profile, "profile", "", "apply the scenario's profile `NAME` (e.g. ci, nightly)")
+	addAllowOutsideFlag(fs, &o.load.allowOutside)
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout; errors still go to stderr")
 	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline, &o.acceptInconclusive)
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", judgeUsage, fs.FlagUsages()) }

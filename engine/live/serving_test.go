@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -21,7 +22,9 @@ import (
 
 func parse(t *testing.T, src string, env map[string]string) *scenarios.Scenario {
 	t.Helper()
-	sc, err := scenarios.Parse("test.yaml", []byte(src), scenarios.Options{LookupEnv: func(k string) (string, bool) {
+	// The datasets and traces tests write are in t.TempDir(), outside
+	// this package's directory, where "test.yaml" would be.
+	sc, err := scenarios.Parse("test.yaml", []byte(src), scenarios.Options{AllowOutside: []string{os.TempDir()}, LookupEnv: func(k string) (string, bool) {
 		v, ok := env[k]
 		return v, ok
 	}})

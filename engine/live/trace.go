@@ -205,7 +205,11 @@ func (traceKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 	defer cancel()
 	sched := &traceSchedule{p: p, info: info, build: build, stop: cancel, ready: map[int]tracedRequest{}, seen: map[int64]struct{}{}}
 	if !shape {
-		tr, err := workload.OpenTrace(info.Path, p.Trace.Format)
+		name := info.Path
+		if info.Resolved != "" {
+			name = info.Resolved // the file load checked, not where the name leads now
+		}
+		tr, err := workload.OpenTrace(name, p.Trace.Format)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrPhase, err)
 		}

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 	"github.com/tollgate-dev/tollgate/internal/redact"
+	"github.com/tollgate-dev/tollgate/internal/safefile"
 )
 
 // Defaults applied by New when a Config field is zero.
@@ -126,7 +126,8 @@ func New(cfg Config, wire Wire) (*Client, error) {
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
+		// The rules and cap the scenario loader checked the file by.
+		pem, err := safefile.ReadAll(cfg.CAFile, safefile.Rules{Limit: safefile.MaxCAFileBytes, What: "CA file"})
 		if err != nil {
 			return nil, fmt.Errorf("openai: read CA file: %w", err)
 		}
