@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/tollgate-dev/tollgate/internal/safefile"
@@ -30,13 +31,32 @@ var ErrNotRegular = safefile.ErrNotRegular
 var ErrOutside = safefile.ErrOutside
 
 // fileRoots are the directories a scenario's files may resolve into: the
-// top-level scenario file's directory and each allowed one.
+// top-level scenario file's tree and each allowed directory.
 func fileRoots(file string, allow []string) []string {
-	roots := []string{safefile.Root(filepath.Dir(file))}
+	roots := []string{treeOf(safefile.Root(filepath.Dir(file)))}
 	for _, a := range allow {
 		roots = append(roots, safefile.Root(a))
 	}
 	return roots
+}
+
+// treeOf is the tree a scenario in dir may read: the repository holding
+// it (the nearest directory above with a .git), else dir itself. Files of
+// the scenario's own repository are in the pull request that brought the
+// scenario anyway, and a perf/ scenario including ../shared/base.yaml is
+// the common layout; the runner's other files (/etc, $HOME, the CI
+// workspace next to the checkout) stay outside.
+func treeOf(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return dir
+		}
+		d = up
+	}
 }
 
 // openNamed opens a file the scenario names (an include, a dataset, a

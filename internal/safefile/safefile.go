@@ -35,7 +35,7 @@ const (
 var (
 	ErrNotRegular = errors.New("not a regular file")
 	ErrTooLarge   = errors.New("file too large")
-	ErrOutside    = errors.New("outside the scenario's directory tree")
+	ErrOutside    = errors.New("outside the scenario's tree")
 )
 
 // Rules are what Open checks besides the file's kind.
