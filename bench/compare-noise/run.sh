@@ -17,7 +17,9 @@
 # Prints one line per pair, the run time of each report, and a summary;
 # keeps the reports in $OUT (a temp directory unless set). JUDGE=path/to/
 # tollgate compares with another build (e.g. an older one, on the same
-# reports).
+# reports). GATE=1 judges each pair with the same two thresholds written as
+# gates (no_regression, docs/gates.md) through tollgate judge --baseline
+# instead of tollgate compare.
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 pairs=${PAIRS:-20}
@@ -65,9 +67,16 @@ run() { # NAME [--set ...]
 	max_secs=$((secs > ${max_secs:-0} ? secs : ${max_secs:-0}))
 }
 
-judge() { # OLD NEW [--baseline-any]: prints the exit code of the recipe
+gates='gates=[{name: ttft, expr: "no_regression(\"ttft_ms.p50:+10%\")"}, {name: decode, expr: "no_regression(\"decode_tokens_per_s.p50:-5%\")"}]'
+judge() { # OLD NEW [--baseline-any [--set ...]]: prints the exit code of the recipe
 	old=$1 new=$2
 	shift 2
+	if [ "${GATE:-}" = 1 ]; then
+		# shellcheck disable=SC2086 # the profile or var is words
+		if "$judge_tg" judge "$scenario" "$out/$new.json" $args --set "$gates" --baseline "$out/$old.json" --baseline-any "$@" >"$out/$old-$new.txt" 2>&1; then echo 0; else echo $?; fi
+		return
+	fi
+	[ $# -gt 0 ] && set -- "$1" # compare takes no --set
 	# shellcheck disable=SC2086 # the recipe is words
 	if "$judge_tg" compare "$out/$old.json" "$out/$new.json" $recipe "$@" >"$out/$old-$new.txt" 2>&1; then echo 0; else echo $?; fi
 }
@@ -85,7 +94,8 @@ while [ "$i" -le "$pairs" ]; do
 	# shellcheck disable=SC2086
 	run "s$i" $slower
 	same=$(judge "$prev" "u$i")
-	sl=$(judge "$prev" "s$i" --baseline-any)
+	# shellcheck disable=SC2086
+	sl=$(judge "$prev" "s$i" --baseline-any $slower)
 	[ "$same" = 1 ] && false_reg=$((false_reg + 1))
 	[ "$same" = 4 ] && false_inc=$((false_inc + 1))
 	[ "$sl" = 1 ] && detected=$((detected + 1))
