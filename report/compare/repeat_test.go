@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 )
 
 // repeated is a report of runs repetitions whose decode TTFT p50 is drawn
@@ -17,7 +18,7 @@ func repeated(t *testing.T, seed uint64, runs int, median, sigma float64) *repor
 	for i, p50 := range draw(seed, runs, median, sigma) {
 		reps = append(reps, liveReport([]float64{p50, p50 * (1 + 0.01*float64(i%2))}, []float64{100, 100}, false))
 	}
-	r, err := report.Repeat(reps)
+	r, err := fold.Repeat(reps)
 	if err != nil {
 		t.Fatal(err)
 	}
