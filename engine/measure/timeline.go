@@ -60,6 +60,7 @@ type Timeline struct {
 	OutputTextBytes    int    // decoded bytes of answer text
 	ReasoningTextBytes int    // decoded bytes of reasoning text
 	KeepAliveComments  int
+	ArrivalClock       string // how arrival times were taken (ArrivalKernel or ArrivalRead); empty when none was
 	// Server is what the server said about the request itself (llama.cpp
 	// timings), kept beside the client's figures.
 	Server *ServerTimings

@@ -94,7 +94,7 @@ func TestLoadPointsJudgedOverTheirSamples(t *testing.T) {
 		for i, c := range []int{1, 8} {
 			v := draw(seed+uint64(i), 20, median*float64(i+1), 0.02)
 			for j, x := range v {
-				samples = append(samples, report.RequestSample{Phase: "load", Point: fmt.Sprintf("concurrency %d", c), Index: j, OK: true, TTFTMS: fp(x)})
+				samples = append(samples, report.RequestSample{Phase: "load", Point: fmt.Sprintf("concurrency %d", c), Index: j, OK: true, RequestMetrics: report.RequestMetrics{TTFTMS: fp(x)}})
 			}
 			points = append(points, &report.LoadPoint{Concurrency: c, ServingMetrics: &report.ServingMetrics{Requests: 20, Succeeded: 20,
 				TTFTMS: report.NewStat(v), Errors: report.ErrorSummary{Rate: fp(0), ByClass: map[string]int{}}}})
