@@ -21,7 +21,7 @@ func noisyReport(ttft []float64, keep bool) *report.Report {
 	if keep {
 		ss := make([]report.RequestSample, len(ttft))
 		for i := range ttft {
-			ss[i] = report.RequestSample{Phase: "decode", Index: i, OK: true, TTFTMS: fp(ttft[i])}
+			ss[i] = report.RequestSample{Phase: "decode", Index: i, OK: true, RequestMetrics: report.RequestMetrics{TTFTMS: fp(ttft[i])}}
 		}
 		p.Samples = ss
 	}

@@ -4,8 +4,9 @@ package report
 // once. Aggregation (report/fold), samples, the shard merge, compare, the
 // CSV columns and the schema's metric descriptions (a test holds them to
 // this table) all iterate it, so adding a metric is one row here, one field
-// in ServingMetrics and RequestSample, and its formula where a request is
-// measured (engine/measure).
+// in ServingMetrics and one in RequestMetrics (which both engine/measure's
+// Metrics and RequestSample embed: a measured figure reaches the sample
+// without a copy by hand), and its formula in engine/measure's Derive.
 
 // Direction says which way a metric gets better, for compare.
 type Direction int
@@ -20,7 +21,7 @@ const (
 
 // Metric is one row of the table.
 type Metric struct {
-	// Key is the JSON key in ServingMetrics and RequestSample, and the
+	// Key is the JSON key in ServingMetrics and RequestMetrics, and the
 	// name gates and compare use.
 	Key string
 	// Unit is ms, tokens/s, tokens or events.

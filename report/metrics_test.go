@@ -81,7 +81,8 @@ func TestSchemaFollowsMetricTable(t *testing.T) {
 }
 
 // Every row's Stat and Value reach the field of its own key: a value put
-// in a sample's JSON under the key is what Value reads, and a Stat set
+// under the key in the JSON of a RequestMetrics (what engine/measure
+// measures, embedded in the sample) is what Value reads, and a Stat set
 // through the row appears in the JSON under the key.
 func TestMetricTableFieldsMatchKeys(t *testing.T) {
 	for _, m := range report.Metrics {
@@ -97,10 +98,11 @@ func TestMetricTableFieldsMatchKeys(t *testing.T) {
 			if m.Value == nil {
 				return
 			}
-			var s report.RequestSample
-			if err := json.Unmarshal([]byte(`{"`+m.Key+`": 3}`), &s); err != nil {
+			var measured report.RequestMetrics
+			if err := json.Unmarshal([]byte(`{"`+m.Key+`": 3}`), &measured); err != nil {
 				t.Fatal(err)
 			}
+			s := report.RequestSample{RequestMetrics: measured}
 			if v, ok := m.Value(&s); !ok || v != 3 {
 				t.Errorf("Value reads %v, %v from a sample with %s 3", v, ok, m.Key)
 			}

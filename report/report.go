@@ -413,46 +413,86 @@ type CalibrationResult struct {
 	Note string `json:"note,omitempty"`
 }
 
-// RequestSample is one request to a live target.
+// RequestSample is one request to a live target: where it was sent and how
+// it ended, then what was measured (RequestMetrics, whose keys are the
+// sample's own in the JSON), then its retries.
 type RequestSample struct {
-	Phase             string        `json:"phase"`
-	Point             string        `json:"point,omitempty"`
-	Index             int           `json:"index"`
-	StartMS           float64       `json:"start_ms"`
-	OK                bool          `json:"ok"`
-	Error             *RequestError `json:"error,omitempty"`
-	HTTPStatus        int           `json:"http_status,omitempty"`
-	BytesReceived     int64         `json:"bytes_received"`
-	TTFBMS            *float64      `json:"ttfb_ms,omitempty"`
-	TTFTMS            *float64      `json:"ttft_ms,omitempty"`
-	E2EMS             float64       `json:"e2e_ms"`
-	DecodeTokensPerS  *float64      `json:"decode_tokens_per_s,omitempty"`
-	TPOTMS            *float64      `json:"tpot_ms,omitempty"`
-	PrefillTokensPerS *float64      `json:"prefill_tokens_per_s,omitempty"`
-	PromptTokens      *int          `json:"prompt_tokens,omitempty"`
-	CompletionTokens  *int          `json:"completion_tokens,omitempty"`
-	CachedTokens      *int          `json:"cached_tokens,omitempty"`
-	TokenCountSource  string        `json:"token_count_source,omitempty"`
-	SSETokenEvents    int           `json:"sse_token_events"`
-	FinishReason      string        `json:"finish_reason,omitempty"`
-	DoneSeen          bool          `json:"done_seen"`
-	UsageSeen         bool          `json:"usage_seen"`
-	ArrivalClock      string        `json:"arrival_clock,omitempty"`
-	ConnectMS         *float64      `json:"connect_ms,omitempty"`
-	RequestWriteMS    *float64      `json:"request_write_ms,omitempty"`
-	// TargetPromptTokens is the prompt size the request was built for.
-	TargetPromptTokens int `json:"target_prompt_tokens,omitempty"`
-	// Server is what the server said about this request itself.
-	Server *ServerTimings `json:"server,omitempty"`
-	// The answer and reasoning channels (see ServingMetrics).
-	TTFOMS              *float64 `json:"ttfo_ms,omitempty"`
-	ReasoningTokens     *int     `json:"reasoning_tokens,omitempty"`
-	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
-	AnswerTokensPerS    *float64 `json:"answer_tokens_per_s,omitempty"`
+	Phase         string        `json:"phase"`
+	Point         string        `json:"point,omitempty"`
+	Index         int           `json:"index"`
+	StartMS       float64       `json:"start_ms"`
+	OK            bool          `json:"ok"`
+	Error         *RequestError `json:"error,omitempty"`
+	HTTPStatus    int           `json:"http_status,omitempty"`
+	BytesReceived int64         `json:"bytes_received"`
+	RequestMetrics
 	// Retries are the request's retried 429/503 attempts (target retries);
 	// StaleConnectionRetries its sends repeated on a fresh connection.
 	Retries                int `json:"retries,omitempty"`
 	StaleConnectionRetries int `json:"stale_connection_retries,omitempty"`
+}
+
+// RequestMetrics are one request's measurements, declared once: a protocol
+// measures them (engine/measure.Metrics embeds this type and
+// engine/measure.Derive fills it) and a sample records them as they are,
+// so a per-request metric is a field here, a row of the metric table
+// (Metrics) and its formula in Derive. Optional figures are nil when they
+// cannot be computed (never 0 or NaN), so aggregates can skip them. The
+// field order is the sample's JSON order; ArrivalClock and
+// TargetPromptTokens, which say how the figures were taken and what
+// prompt_tokens is held against, sit among them there.
+type RequestMetrics struct {
+	// TTFBMS: request start → first response byte.
+	TTFBMS *float64 `json:"ttfb_ms,omitempty"`
+	// TTFTMS: request start → first event with a non-empty content,
+	// reasoning_content/reasoning, tool_calls delta or completions text.
+	TTFTMS *float64 `json:"ttft_ms,omitempty"`
+	// E2EMS: request start → end of stream (or of the body when not
+	// streamed).
+	E2EMS float64 `json:"e2e_ms"`
+	// DecodeTokensPerS: (completion_tokens − 1) / (t_last_token − t_first_token).
+	DecodeTokensPerS *float64 `json:"decode_tokens_per_s,omitempty"`
+	// TPOTMS: (t_last_token − t_first_token) / (completion_tokens − 1).
+	TPOTMS *float64 `json:"tpot_ms,omitempty"`
+	// PrefillTokensPerS: (prompt_tokens − cached_tokens) / ttft.
+	PrefillTokensPerS *float64 `json:"prefill_tokens_per_s,omitempty"`
+	PromptTokens      *int     `json:"prompt_tokens,omitempty"`
+	CompletionTokens  *int     `json:"completion_tokens,omitempty"`
+	CachedTokens      *int     `json:"cached_tokens,omitempty"`
+	// TokenCountSource says where the counts came from: usage, timings or
+	// sse_events (engine/measure's Source constants).
+	TokenCountSource string `json:"token_count_source,omitempty"`
+	SSETokenEvents   int    `json:"sse_token_events"`
+	FinishReason     string `json:"finish_reason,omitempty"`
+	DoneSeen         bool   `json:"done_seen"`
+	UsageSeen        bool   `json:"usage_seen"`
+	// ArrivalClock says how arrival times were taken: kernel
+	// (SO_TIMESTAMPNS receive times) or read (when the read returned);
+	// empty when no streamed byte was timed.
+	ArrivalClock string `json:"arrival_clock,omitempty"`
+	// ConnectMS is TCP connect + TLS handshake for this request; 0 on a
+	// reused connection.
+	ConnectMS *float64 `json:"connect_ms,omitempty"`
+	// RequestWriteMS is connection obtained → request fully written.
+	RequestWriteMS *float64 `json:"request_write_ms,omitempty"`
+	// TargetPromptTokens is the prompt size the request was built for.
+	TargetPromptTokens int `json:"target_prompt_tokens,omitempty"`
+	// Server is what the server said about this request itself, kept
+	// beside the client's figures and never mixed into them; nil when it
+	// said nothing.
+	Server *ServerTimings `json:"server,omitempty"`
+	// TTFOMS: request start → first event with non-empty answer content
+	// (delta.content, completions text, an Anthropic text_delta): later than
+	// TTFTMS when a reasoning channel comes first; nil when no answer came.
+	TTFOMS *float64 `json:"ttfo_ms,omitempty"`
+	// ReasoningTokens: usage.completion_tokens_details.reasoning_tokens when
+	// the server gives it, else the reasoning events counted (0 when none).
+	ReasoningTokens *int `json:"reasoning_tokens,omitempty"`
+	// ReasoningTokensPerS: (reasoning_tokens − 1) / (t_last_reasoning − t_first_reasoning).
+	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
+	// AnswerTokensPerS: (answer_tokens − 1) / (t_last_answer − t_first_answer),
+	// answer_tokens = completion_tokens − reasoning_tokens.
+	AnswerTokensPerS *float64 `json:"answer_tokens_per_s,omitempty"`
 	// ITLMS are the gaps between the request's token events: in memory
 	// for aggregation (report.Metrics' itl_ms), never in the JSON (a
 	// long answer has hundreds).

@@ -325,10 +325,10 @@ func ttftError(e *env) error {
 			switch {
 			case err != nil:
 				sm.err = err
-			case res.TTFTMs == nil:
+			case res.TTFTMS == nil:
 				sm.err = errors.New("no TTFT")
 			default:
-				sm.ttft = *res.TTFTMs
+				sm.ttft = *res.TTFTMS
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/annotations"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/report/markdown"
 	"github.com/tollgate-dev/tollgate/report/text"
 	"github.com/tollgate-dev/tollgate/scenarios"
@@ -280,7 +281,7 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 	if lo.repeatRuns > 1 {
 		// The repetitions tree has the keys of runs: two copies of the
 		// shape give it.
-		if shape.Repetitions, err = report.Repeat([]*report.Report{shape, shape}); err != nil {
+		if shape.Repetitions, err = fold.Repeat([]*report.Report{shape, shape}); err != nil {
 			return nil, scenarioError(path, err)
 		}
 	}
@@ -481,7 +482,7 @@ func runRepeated(ctx context.Context, sc *scenarios.Scenario, opts engine.Option
 		}
 		if err != nil || ctx.Err() != nil || i == n {
 			if len(done) >= 2 {
-				r, rerr := report.Repeat(done)
+				r, rerr := fold.Repeat(done)
 				if rerr != nil {
 					return rep, errors.Join(err, rerr)
 				}

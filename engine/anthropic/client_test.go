@@ -179,14 +179,14 @@ func TestStreamEvents(t *testing.T) {
 				t.Errorf("events %d completion %d reasoning %d source %s; want %d %d %d %s", m.SSETokenEvents, *m.CompletionTokens, *m.ReasoningTokens, m.TokenCountSource,
 					tc.events, tc.completion, tc.reason, tc.source)
 			}
-			if (m.TTFOMs != nil) != tc.ttfo {
-				t.Errorf("ttfo_ms %v, want present %v", m.TTFOMs, tc.ttfo)
+			if (m.TTFOMS != nil) != tc.ttfo {
+				t.Errorf("ttfo_ms %v, want present %v", m.TTFOMS, tc.ttfo)
 			}
-			if m.TTFTMs == nil || (m.TTFOMs != nil && *m.TTFOMs < *m.TTFTMs) {
-				t.Errorf("ttft %v ttfo %v: the answer cannot come before the first token", m.TTFTMs, m.TTFOMs)
+			if m.TTFTMS == nil || (m.TTFOMS != nil && *m.TTFOMS < *m.TTFTMS) {
+				t.Errorf("ttft %v ttfo %v: the answer cannot come before the first token", m.TTFTMS, m.TTFOMS)
 			}
-			if tc.reason >= 2 && len(tc.pieces) > 1 && (m.TTFOMs == nil || *m.TTFOMs <= *m.TTFTMs || m.ReasoningTokensPerS == nil) {
-				t.Errorf("reasoning first: ttft %v ttfo %v reasoning rate %v", *m.TTFTMs, m.TTFOMs, m.ReasoningTokensPerS)
+			if tc.reason >= 2 && len(tc.pieces) > 1 && (m.TTFOMS == nil || *m.TTFOMS <= *m.TTFTMS || m.ReasoningTokensPerS == nil) {
+				t.Errorf("reasoning first: ttft %v ttfo %v reasoning rate %v", *m.TTFTMS, m.TTFOMS, m.ReasoningTokensPerS)
 			}
 			if got := deref(m.PromptTokens); got != tc.prompt {
 				t.Errorf("prompt tokens %d, want %d", got, tc.prompt)
@@ -194,8 +194,8 @@ func TestStreamEvents(t *testing.T) {
 			if got := deref(m.CachedTokens); got != tc.cached {
 				t.Errorf("cached tokens %d, want %d", got, tc.cached)
 			}
-			if len(m.ITLMs) != tc.events-1 {
-				t.Errorf("%d gaps for %d token events", len(m.ITLMs), tc.events)
+			if len(m.ITLMS) != tc.events-1 {
+				t.Errorf("%d gaps for %d token events", len(m.ITLMS), tc.events)
 			}
 			if !m.DoneSeen {
 				t.Error("message_stop not seen")
@@ -295,16 +295,16 @@ func TestSimulator(t *testing.T) {
 			}
 			switch {
 			case reasoning == tc.maxTokens:
-				if m.TTFOMs != nil {
-					t.Errorf("ttfo %v for an answer that is all reasoning", *m.TTFOMs)
+				if m.TTFOMS != nil {
+					t.Errorf("ttfo %v for an answer that is all reasoning", *m.TTFOMS)
 				}
 			case reasoning > 0:
-				if m.TTFOMs == nil || *m.TTFOMs <= *m.TTFTMs {
-					t.Errorf("ttfo %v, ttft %v: the answer comes after %d reasoning tokens", m.TTFOMs, *m.TTFTMs, reasoning)
+				if m.TTFOMS == nil || *m.TTFOMS <= *m.TTFTMS {
+					t.Errorf("ttfo %v, ttft %v: the answer comes after %d reasoning tokens", m.TTFOMS, *m.TTFTMS, reasoning)
 				}
 			default:
-				if m.TTFOMs == nil || *m.TTFOMs != *m.TTFTMs {
-					t.Errorf("ttfo %v, ttft %v: without reasoning they are the same event", m.TTFOMs, *m.TTFTMs)
+				if m.TTFOMS == nil || *m.TTFOMS != *m.TTFTMS {
+					t.Errorf("ttfo %v, ttft %v: without reasoning they are the same event", m.TTFOMS, *m.TTFTMS)
 				}
 			}
 		})

@@ -136,15 +136,18 @@ func at(ms float64, e wireEvent) wireEvent { e.at = ms; return e }
 func dump(m measure.Metrics) string {
 	v := reflect.ValueOf(m)
 	s := ""
-	for i := range v.NumField() {
-		f := v.Field(i)
+	for _, sf := range reflect.VisibleFields(v.Type()) {
+		if sf.Anonymous {
+			continue // its fields are visited themselves
+		}
+		f := v.FieldByIndex(sf.Index)
 		if f.Kind() == reflect.Pointer {
 			if f.IsNil() {
 				continue
 			}
 			f = f.Elem()
 		}
-		s += fmt.Sprintf("  %s: %v\n", v.Type().Field(i).Name, f.Interface())
+		s += fmt.Sprintf("  %s: %v\n", sf.Name, f.Interface())
 	}
 	return s
 }

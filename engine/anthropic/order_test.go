@@ -126,8 +126,8 @@ func TestPingsDoNotResetTheIdleClock(t *testing.T) {
 				}
 				return
 			}
-			if res.Err == nil || res.Err.Class != measure.ClassTimeoutIdle || res.E2EMs > 1500 {
-				t.Fatalf("error %v after %vms, want timeout_idle after about 300ms", res.Err, res.E2EMs)
+			if res.Err == nil || res.Err.Class != measure.ClassTimeoutIdle || res.E2EMS > 1500 {
+				t.Fatalf("error %v after %vms, want timeout_idle after about 300ms", res.Err, res.E2EMS)
 			}
 		})
 	}

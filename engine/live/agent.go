@@ -72,7 +72,7 @@ func (agentKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *rep
 				c.mu.Unlock()
 				return
 			}
-			_ = stepLat.Add(res.E2EMs)
+			_ = stepLat.Add(res.E2EMS)
 			calls := res.Reply.ToolCalls
 			if len(calls) > 0 && res.Reply.FirstToolCallMs != nil {
 				_ = firstTool.Add(*res.Reply.FirstToolCallMs)

@@ -8,21 +8,14 @@ import (
 )
 
 // sampleOf is the recorded form of one request: what every fold, the
-// report's samples and --samples-out read. retries are the request's
-// retried 429/503 attempts.
+// report's samples and --samples-out read. Its figures are the result's
+// report.RequestMetrics as measured; retries are the request's retried
+// 429/503 attempts.
 func sampleOf(res measure.Result, retries int, phase, point string, index int, startMS float64) report.RequestSample {
-	m := res.Metrics
 	s := report.RequestSample{
 		Phase: phase, Point: point, Index: index, StartMS: startMS, OK: res.Err == nil,
-		HTTPStatus: res.HTTPStatus, BytesReceived: res.BytesReceived,
-		TTFBMS: m.TTFBMs, TTFTMS: m.TTFTMs, TTFOMS: m.TTFOMs, ReasoningTokens: m.ReasoningTokens,
-		ReasoningTokensPerS: m.ReasoningTokensPerS, AnswerTokensPerS: m.AnswerTokensPerS, E2EMS: m.E2EMs, DecodeTokensPerS: m.DecodeTokensPerS,
-		TPOTMS: m.TPOTMs, PrefillTokensPerS: m.PrefillTokensPerS, PromptTokens: m.PromptTokens,
-		CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens, TokenCountSource: m.TokenCountSource,
-		SSETokenEvents: m.SSETokenEvents, FinishReason: m.FinishReason, DoneSeen: m.DoneSeen, UsageSeen: m.UsageSeen,
-		ArrivalClock: res.ArrivalClock, ConnectMS: m.ConnectMs, RequestWriteMS: m.RequestWriteMs, Server: m.Server,
-		TargetPromptTokens: res.TargetPromptTokens, Retries: retries, StaleConnectionRetries: res.StaleConnectionRetries,
-		ITLMS: m.ITLMs,
+		HTTPStatus: res.HTTPStatus, BytesReceived: res.BytesReceived, RequestMetrics: res.RequestMetrics,
+		Retries: retries, StaleConnectionRetries: res.StaleConnectionRetries,
 	}
 	if res.Err != nil {
 		s.Error = &report.RequestError{Class: string(res.Err.Class), Status: res.Err.Status, Message: res.Err.Message}

@@ -148,7 +148,7 @@ func (pc *probeRun) job(_ context.Context, i int, scheduled, sent time.Time) {
 	if canceled {
 		pc.cancelled++
 	} else {
-		pc.recs[k].end, pc.recs[k].ttftMS, pc.recs[k].ok = end, out.TTFTMs, out.Err == nil
+		pc.recs[k].end, pc.recs[k].ttftMS, pc.recs[k].ok = end, out.TTFTMS, out.Err == nil
 	}
 	if !measured {
 		return

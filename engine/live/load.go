@@ -209,7 +209,7 @@ func (r *runner) loadPoint(ctx context.Context, p *scenarios.Phase, rec *recorde
 		index:   r.opts.Shard.global, // the whole run's index of this request
 		recorded: func(d done, _ bool) error {
 			if p.StopWhenSaturated {
-				recs = append(recs, record{scheduled: d.scheduled, sent: d.sent, end: d.end, ttftMS: d.out.TTFTMs, ok: d.out.Err == nil})
+				recs = append(recs, record{scheduled: d.scheduled, sent: d.sent, end: d.end, ttftMS: d.out.TTFTMS, ok: d.out.Err == nil})
 			}
 			if d.out.Err == nil {
 				return nil

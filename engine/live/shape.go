@@ -69,7 +69,7 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 	if req.MaxTokens == 1 {
 		completion = 1
 	}
-	res := measure.Result{HTTPStatus: 200, TargetPromptTokens: req.TargetPromptTokens}
+	res := measure.Result{HTTPStatus: 200}
 	res.Reply = shapeReply(req)
 	tools := res.Reply != nil && len(res.Reply.ToolCalls) > 0
 	reasoning := max(s.reasoning, 0)
@@ -82,9 +82,10 @@ func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Res
 		// a gate may read.
 		unionMetrics(&m, measure.Derive(s.timeline(req, completion, 2, tools)))
 	}
-	m.ConnectMs, m.RequestWriteMs = &f, &f
+	m.ConnectMS, m.RequestWriteMS = &f, &f
+	m.TargetPromptTokens = req.TargetPromptTokens
 	if req.Stream {
-		res.ArrivalClock = s.clock
+		m.ArrivalClock = s.clock
 	}
 	if s.serverTimings {
 		// A live server may describe each request itself (llama.cpp's
@@ -142,9 +143,10 @@ func (s *shapeSender) timeline(req measure.Request, completion, reasoning int, t
 	return tl
 }
 
-// unionMetrics gives m every optional figure it lacks that o has.
+// unionMetrics gives m every optional figure it lacks that o has (the
+// figures are report.RequestMetrics'; the stream's counts are not optional).
 func unionMetrics(m *measure.Metrics, o measure.Metrics) {
-	mv, ov := reflect.ValueOf(m).Elem(), reflect.ValueOf(o)
+	mv, ov := reflect.ValueOf(&m.RequestMetrics).Elem(), reflect.ValueOf(o.RequestMetrics)
 	for i := range mv.NumField() {
 		f := mv.Field(i)
 		if (f.Kind() == reflect.Pointer || f.Kind() == reflect.Slice) && f.IsNil() {

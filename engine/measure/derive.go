@@ -1,6 +1,10 @@
 package measure
 
-import "time"
+import (
+	"time"
+
+	"github.com/tollgate-dev/tollgate/report"
+)
 
 // Derive computes every per-request metric of t, with DESIGN.md's
 // definitions and one set of presence rules:
@@ -25,34 +29,37 @@ import "time"
 //     time, never 0 for lack of work nor NaN or Inf.
 func Derive(t *Timeline) Metrics {
 	m := Metrics{
-		E2EMs:              durMs(t.End),
+		RequestMetrics: report.RequestMetrics{
+			E2EMS:        durMs(t.End),
+			FinishReason: t.FinishReason,
+			DoneSeen:     t.Done,
+			UsageSeen:    t.UsageSeen,
+			ArrivalClock: t.ArrivalClock,
+			Server:       t.Server,
+		},
 		SSEEvents:          t.Events,
-		FinishReason:       t.FinishReason,
 		OutputTextBytes:    t.OutputTextBytes,
 		ReasoningTextBytes: t.ReasoningTextBytes,
-		DoneSeen:           t.Done,
-		UsageSeen:          t.UsageSeen,
 		KeepAliveComments:  t.KeepAliveComments,
-		Server:             t.Server,
 	}
 	if t.HeadersSet {
-		m.TTFBMs = ptr(durMs(t.Headers))
+		m.TTFBMS = ptr(durMs(t.Headers))
 	}
 	if t.Body == BodyNone {
 		return m
 	}
 	streamed := t.Body == BodyStream
 	if streamed {
-		m.ITLMs = t.itl
+		m.ITLMS = t.itl
 		m.SSETokenEvents = t.All.Events
 	}
 	var ttft time.Duration
 	if t.All.Events > 0 {
 		ttft = t.All.First
-		m.TTFTMs = ptr(durMs(ttft))
+		m.TTFTMS = ptr(durMs(ttft))
 	}
 	if t.Answer.Events > 0 {
-		m.TTFOMs = ptr(durMs(t.Answer.First))
+		m.TTFOMS = ptr(durMs(t.Answer.First))
 	}
 
 	u := &t.Usage
@@ -84,7 +91,7 @@ func Derive(t *Timeline) Metrics {
 	if c := m.CompletionTokens; c != nil {
 		span := t.All.interval()
 		if m.DecodeTokensPerS = rate(*c-1, span); m.DecodeTokensPerS != nil {
-			m.TPOTMs = ptr(durMs(span) / float64(*c-1))
+			m.TPOTMS = ptr(durMs(span) / float64(*c-1))
 		}
 	}
 	if r := m.ReasoningTokens; r != nil {

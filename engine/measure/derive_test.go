@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/report"
 )
 
 func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
@@ -79,135 +81,135 @@ func TestDerive(t *testing.T) {
 			// figure, each channel timed apart.
 			name: "reasoning model",
 			tl:   stream(80, usage(100, 7, 20, 3), append(evenly(10, 10, 3, R), evenly(40, 10, 4, A)...)...),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(40), E2EMs: 80,
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(40), E2EMS: 80,
 				ReasoningTokens: n(3), ReasoningTokensPerS: f(2 / 0.020), AnswerTokensPerS: f(3 / 0.030),
-				DecodeTokensPerS: f(6 / 0.060), TPOTMs: f(10), ITLMs: gaps(10, 6), PrefillTokensPerS: f(80 / 0.010),
+				DecodeTokensPerS: f(6 / 0.060), TPOTMS: f(10), ITLMS: gaps(10, 6), PrefillTokensPerS: f(80 / 0.010),
 				PromptTokens: n(100), CompletionTokens: n(7), CachedTokens: n(20), TokenCountSource: SourceUsage,
-				SSETokenEvents: 7, SSEEvents: 7, UsageSeen: true},
+				SSETokenEvents: 7, UsageSeen: true}, SSEEvents: 7},
 		},
 		{
 			// The server's reasoning count wins over the events counted, and
 			// one reasoning token has no rate even over two events.
 			name: "one reasoning token split over two events",
 			tl:   stream(50, usage(10, 4, -1, 1), tok{at: 10, ch: R}, tok{at: 20, ch: R}, tok{at: 30, ch: A}, tok{at: 40, ch: A}),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(30), E2EMs: 50,
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(30), E2EMS: 50,
 				ReasoningTokens: n(1), AnswerTokensPerS: f(2 / 0.010),
-				DecodeTokensPerS: f(3 / 0.030), TPOTMs: f(10), ITLMs: gaps(10, 3), PrefillTokensPerS: f(10 / 0.010),
+				DecodeTokensPerS: f(3 / 0.030), TPOTMS: f(10), ITLMS: gaps(10, 3), PrefillTokensPerS: f(10 / 0.010),
 				PromptTokens: n(10), CompletionTokens: n(4), TokenCountSource: SourceUsage,
-				SSETokenEvents: 4, SSEEvents: 4, UsageSeen: true},
+				SSETokenEvents: 4, UsageSeen: true}, SSEEvents: 4},
 		},
 		{
 			// No interval: neither decode rate nor tpot, nor an answer rate.
 			name: "1-token answer",
 			tl:   stream(20, usage(8, 1, -1, -1), tok{at: 10, ch: A}),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 20, ReasoningTokens: n(0),
-				ITLMs: []float64{}, PrefillTokensPerS: f(8 / 0.010), PromptTokens: n(8), CompletionTokens: n(1),
-				TokenCountSource: SourceUsage, SSETokenEvents: 1, SSEEvents: 1, UsageSeen: true},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(10), E2EMS: 20, ReasoningTokens: n(0),
+				ITLMS: []float64{}, PrefillTokensPerS: f(8 / 0.010), PromptTokens: n(8), CompletionTokens: n(1),
+				TokenCountSource: SourceUsage, SSETokenEvents: 1, UsageSeen: true}, SSEEvents: 1},
 		},
 		{
 			// A token the server split over two events: one token has no rate
 			// however far apart its pieces came.
 			name: "1-token answer over two events",
 			tl:   stream(30, usage(8, 1, -1, -1), tok{at: 10, ch: A}, tok{at: 20, ch: A}),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 30, ReasoningTokens: n(0),
-				ITLMs: []float64{10}, PrefillTokensPerS: f(8 / 0.010), PromptTokens: n(8), CompletionTokens: n(1),
-				TokenCountSource: SourceUsage, SSETokenEvents: 2, SSEEvents: 2, UsageSeen: true},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(10), E2EMS: 30, ReasoningTokens: n(0),
+				ITLMS: []float64{10}, PrefillTokensPerS: f(8 / 0.010), PromptTokens: n(8), CompletionTokens: n(1),
+				TokenCountSource: SourceUsage, SSETokenEvents: 2, UsageSeen: true}, SSEEvents: 2},
 		},
 		{
 			// Counted events stand in for the counts; no prompt, so no prefill.
 			name: "no usage",
 			tl:   stream(40, Usage{}, evenly(10, 10, 3, A)...),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 40, ReasoningTokens: n(0),
-				AnswerTokensPerS: f(2 / 0.020), DecodeTokensPerS: f(2 / 0.020), TPOTMs: f(10), ITLMs: gaps(10, 2),
-				CompletionTokens: n(3), TokenCountSource: SourceSSEEvents, SSETokenEvents: 3, SSEEvents: 3},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(10), E2EMS: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(2 / 0.020), DecodeTokensPerS: f(2 / 0.020), TPOTMS: f(10), ITLMS: gaps(10, 2),
+				CompletionTokens: n(3), TokenCountSource: SourceSSEEvents, SSETokenEvents: 3}, SSEEvents: 3},
 		},
 		{
 			// Token counts given per event add up in place of one per event.
 			name: "no usage, events with known token counts",
 			tl:   stream(40, Usage{}, tok{at: 10, ch: A, tokens: 2}, tok{at: 30, ch: A, tokens: 3}),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 40, ReasoningTokens: n(0),
-				AnswerTokensPerS: f(4 / 0.020), DecodeTokensPerS: f(4 / 0.020), TPOTMs: f(5), ITLMs: []float64{20},
-				CompletionTokens: n(5), TokenCountSource: SourceSSEEvents, SSETokenEvents: 2, SSEEvents: 2},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(10), E2EMS: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(4 / 0.020), DecodeTokensPerS: f(4 / 0.020), TPOTMS: f(5), ITLMS: []float64{20},
+				CompletionTokens: n(5), TokenCountSource: SourceSSEEvents, SSETokenEvents: 2}, SSEEvents: 2},
 		},
 		{
 			name: "cached prompt",
 			tl:   stream(40, usage(100, 2, 60, -1), tok{at: 20, ch: A}, tok{at: 30, ch: A}),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(20), TTFOMs: f(20), E2EMs: 40, ReasoningTokens: n(0),
-				AnswerTokensPerS: f(1 / 0.010), DecodeTokensPerS: f(1 / 0.010), TPOTMs: f(10), ITLMs: []float64{10},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(20), TTFOMS: f(20), E2EMS: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(1 / 0.010), DecodeTokensPerS: f(1 / 0.010), TPOTMS: f(10), ITLMS: []float64{10},
 				PrefillTokensPerS: f(40 / 0.020), PromptTokens: n(100), CompletionTokens: n(2), CachedTokens: n(60),
-				TokenCountSource: SourceUsage, SSETokenEvents: 2, SSEEvents: 2, UsageSeen: true},
+				TokenCountSource: SourceUsage, SSETokenEvents: 2, UsageSeen: true}, SSEEvents: 2},
 		},
 		{
 			// Nothing was prefilled: a rate of no work is absent, not 0.
 			name: "wholly cached prompt",
 			tl:   stream(40, usage(100, 2, 100, -1), tok{at: 20, ch: A}, tok{at: 30, ch: A}),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(20), TTFOMs: f(20), E2EMs: 40, ReasoningTokens: n(0),
-				AnswerTokensPerS: f(1 / 0.010), DecodeTokensPerS: f(1 / 0.010), TPOTMs: f(10), ITLMs: []float64{10},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(20), TTFOMS: f(20), E2EMS: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(1 / 0.010), DecodeTokensPerS: f(1 / 0.010), TPOTMS: f(10), ITLMS: []float64{10},
 				PromptTokens: n(100), CompletionTokens: n(2), CachedTokens: n(100),
-				TokenCountSource: SourceUsage, SSETokenEvents: 2, SSEEvents: 2, UsageSeen: true},
+				TokenCountSource: SourceUsage, SSETokenEvents: 2, UsageSeen: true}, SSEEvents: 2},
 		},
 		{
 			// A tool call is a token but no answer content: no ttfo, no answer rate.
 			name: "tool calls only",
 			tl:   stream(50, usage(30, 12, -1, -1), evenly(10, 10, 4, T)...),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), E2EMs: 50, ReasoningTokens: n(0),
-				DecodeTokensPerS: f(11 / 0.030), TPOTMs: f(30.0 / 11), ITLMs: gaps(10, 3), PrefillTokensPerS: f(30 / 0.010),
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), E2EMS: 50, ReasoningTokens: n(0),
+				DecodeTokensPerS: f(11 / 0.030), TPOTMS: f(30.0 / 11), ITLMS: gaps(10, 3), PrefillTokensPerS: f(30 / 0.010),
 				PromptTokens: n(30), CompletionTokens: n(12), TokenCountSource: SourceUsage,
-				SSETokenEvents: 4, SSEEvents: 4, UsageSeen: true},
+				SSETokenEvents: 4, UsageSeen: true}, SSEEvents: 4},
 		},
 		{
 			// The stream broke after two events, before usage and [DONE]:
 			// the figures are what was measured until then.
 			name: "error mid-stream",
 			tl:   stream(35, Usage{}, tok{at: 10, ch: A}, tok{at: 25, ch: A}),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 35, ReasoningTokens: n(0),
-				AnswerTokensPerS: f(1 / 0.015), DecodeTokensPerS: f(1 / 0.015), TPOTMs: f(15), ITLMs: []float64{15},
-				CompletionTokens: n(2), TokenCountSource: SourceSSEEvents, SSETokenEvents: 2, SSEEvents: 2},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(10), E2EMS: 35, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(1 / 0.015), DecodeTokensPerS: f(1 / 0.015), TPOTMS: f(15), ITLMS: []float64{15},
+				CompletionTokens: n(2), TokenCountSource: SourceSSEEvents, SSETokenEvents: 2}, SSEEvents: 2},
 		},
 		{
 			// Events arriving in one read share a time: no interval, no rate.
 			name: "every event in one read",
 			tl:   stream(20, usage(10, 3, -1, -1), evenly(10, 0, 3, A)...),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 20, ReasoningTokens: n(0),
-				ITLMs: gaps(0, 2), PrefillTokensPerS: f(10 / 0.010), PromptTokens: n(10), CompletionTokens: n(3),
-				TokenCountSource: SourceUsage, SSETokenEvents: 3, SSEEvents: 3, UsageSeen: true},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(10), E2EMS: 20, ReasoningTokens: n(0),
+				ITLMS: gaps(0, 2), PrefillTokensPerS: f(10 / 0.010), PromptTokens: n(10), CompletionTokens: n(3),
+				TokenCountSource: SourceUsage, SSETokenEvents: 3, UsageSeen: true}, SSEEvents: 3},
 		},
 		{
 			name: "llama.cpp timings",
 			tl: stream(40, Usage{Source: SourceTimings, Prompt: 12, Completion: 3, Cached: 2, PromptSet: true, CompletionSet: true, CachedSet: true},
 				evenly(10, 10, 3, A)...),
-			want: Metrics{TTFBMs: f(5), TTFTMs: f(10), TTFOMs: f(10), E2EMs: 40, ReasoningTokens: n(0),
-				AnswerTokensPerS: f(2 / 0.020), DecodeTokensPerS: f(2 / 0.020), TPOTMs: f(10), ITLMs: gaps(10, 2),
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(10), E2EMS: 40, ReasoningTokens: n(0),
+				AnswerTokensPerS: f(2 / 0.020), DecodeTokensPerS: f(2 / 0.020), TPOTMS: f(10), ITLMS: gaps(10, 2),
 				PrefillTokensPerS: f(10 / 0.010), PromptTokens: n(12), CompletionTokens: n(3), CachedTokens: n(2),
-				TokenCountSource: SourceTimings, SSETokenEvents: 3, SSEEvents: 3},
+				TokenCountSource: SourceTimings, SSETokenEvents: 3}, SSEEvents: 3},
 		},
 		{
 			// Refused (an HTTP status, a redirect): only what was measured.
 			name: "no body",
 			tl:   &Timeline{Headers: ms(5), HeadersSet: true, End: ms(6), Usage: usage(1, 1, -1, -1)},
-			want: Metrics{TTFBMs: f(5), E2EMs: 6},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), E2EMS: 6}},
 		},
 		{
 			name: "never answered",
 			tl:   &Timeline{End: ms(3)},
-			want: Metrics{E2EMs: 3},
+			want: Metrics{RequestMetrics: report.RequestMetrics{E2EMS: 3}},
 		},
 		{
 			name: "non-streamed",
 			tl:   &Timeline{Body: BodyJSON, Headers: ms(5), HeadersSet: true, End: ms(9), Usage: usage(10, 4, 2, -1), OutputTextBytes: 12, UsageSeen: true},
-			want: Metrics{TTFBMs: f(5), E2EMs: 9, ReasoningTokens: n(0), PromptTokens: n(10), CompletionTokens: n(4), CachedTokens: n(2),
-				TokenCountSource: SourceUsage, OutputTextBytes: 12, UsageSeen: true},
+			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), E2EMS: 9, ReasoningTokens: n(0), PromptTokens: n(10), CompletionTokens: n(4), CachedTokens: n(2),
+				TokenCountSource: SourceUsage, UsageSeen: true}, OutputTextBytes: 12},
 		},
 		{
 			// Reasoning text and no count (the Messages API): unknown.
 			name: "non-streamed reasoning without a count",
 			tl:   &Timeline{Body: BodyJSON, End: ms(9), Usage: usage(10, 4, -1, -1), ReasoningTextBytes: 7},
-			want: Metrics{E2EMs: 9, PromptTokens: n(10), CompletionTokens: n(4), TokenCountSource: SourceUsage, ReasoningTextBytes: 7},
+			want: Metrics{RequestMetrics: report.RequestMetrics{E2EMS: 9, PromptTokens: n(10), CompletionTokens: n(4), TokenCountSource: SourceUsage}, ReasoningTextBytes: 7},
 		},
 		{
 			name: "non-streamed without counts",
 			tl:   &Timeline{Body: BodyJSON, End: ms(9), OutputTextBytes: 3},
-			want: Metrics{E2EMs: 9, ReasoningTokens: n(0), OutputTextBytes: 3},
+			want: Metrics{RequestMetrics: report.RequestMetrics{E2EMS: 9, ReasoningTokens: n(0)}, OutputTextBytes: 3},
 		},
 	}
 	for _, tt := range tests {
@@ -223,9 +225,13 @@ func same(t *testing.T, got, want Metrics) {
 	t.Helper()
 	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 	gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
-	for i := range gv.NumField() {
-		name := gv.Type().Field(i).Name
-		g, w := gv.Field(i).Interface(), wv.Field(i).Interface()
+	for _, sf := range reflect.VisibleFields(gv.Type()) {
+		if sf.Anonymous {
+			continue // its fields are visited themselves
+		}
+		name := sf.Name
+		gf, wf := gv.FieldByIndex(sf.Index), wv.FieldByIndex(sf.Index)
+		g, w := gf.Interface(), wf.Interface()
 		ok := reflect.DeepEqual(g, w)
 		switch g := g.(type) {
 		case *float64:
@@ -239,7 +245,7 @@ func same(t *testing.T, got, want Metrics) {
 			}
 		}
 		if !ok {
-			t.Errorf("%s: got %s, want %s", name, show(gv.Field(i)), show(wv.Field(i)))
+			t.Errorf("%s: got %s, want %s", name, show(gf), show(wf))
 		}
 	}
 }

@@ -130,8 +130,9 @@ const (
 // Result is the outcome of one request: metrics (possibly partial), transport
 // facts and, on failure, the classified error.
 type Result struct {
-	// ArrivalClock says how arrival times were taken (ArrivalKernel or ArrivalRead).
-	ArrivalClock string `json:"arrival_clock,omitempty"`
+	// Metrics holds, besides the figures, ArrivalClock (how arrival times
+	// were taken: ArrivalKernel or ArrivalRead) and TargetPromptTokens (the
+	// request's, see Request).
 	Metrics
 	HTTPStatus    int   `json:"http_status,omitempty"`
 	BytesReceived int64 `json:"bytes_received"`
@@ -143,8 +144,6 @@ type Result struct {
 	// pool wait, dial and TLS before it), zero when it never was. Both
 	// are of the attempt measured.
 	Start, Written time.Time `json:"-"`
-	// TargetPromptTokens is the request's (see Request).
-	TargetPromptTokens int `json:"-"`
 	// Reply is the answer itself, when Request.Transcript asked for it.
 	Reply *Reply `json:"-"`
 	Err   *Error `json:"error,omitempty"`
@@ -157,62 +156,16 @@ const (
 	SourceSSEEvents = "sse_events" // counted token-bearing events; the server gave no counts
 )
 
-// Metrics are the per-request measurements. Optional figures are nil pointers
-// when they cannot be computed (never 0 or NaN), so aggregates can skip them.
+// Metrics are the per-request measurements: report.RequestMetrics, the
+// figures a sample records (declared there once, with their formulas), and
+// the stream's own counts that only the protocol reads.
 type Metrics struct {
-	// TTFBMs: request start → first response byte.
-	TTFBMs *float64 `json:"ttfb_ms,omitempty"`
-	// TTFTMs: request start → first event with a non-empty content,
-	// reasoning_content/reasoning, tool_calls delta or completions text.
-	TTFTMs *float64 `json:"ttft_ms,omitempty"`
-	// TTFOMs: request start → first event with non-empty answer content
-	// (delta.content, completions text, an Anthropic text_delta): later than
-	// TTFTMs when a reasoning channel comes first; nil when no answer came.
-	TTFOMs *float64 `json:"ttfo_ms,omitempty"`
-	// ReasoningTokens: usage.completion_tokens_details.reasoning_tokens when
-	// the server gives it, else the reasoning events counted (0 when none).
-	ReasoningTokens *int `json:"reasoning_tokens,omitempty"`
-	// ReasoningTokensPerS: (reasoning_tokens − 1) / (t_last_reasoning − t_first_reasoning).
-	ReasoningTokensPerS *float64 `json:"reasoning_tokens_per_s,omitempty"`
-	// AnswerTokensPerS: (answer_tokens − 1) / (t_last_answer − t_first_answer),
-	// answer_tokens = completion_tokens − reasoning_tokens.
-	AnswerTokensPerS *float64 `json:"answer_tokens_per_s,omitempty"`
-	// E2EMs: request start → end of stream.
-	E2EMs float64 `json:"e2e_ms"`
-	// DecodeTokensPerS: (completion_tokens − 1) / (t_last_token − t_first_token).
-	DecodeTokensPerS *float64 `json:"decode_tokens_per_s,omitempty"`
-	// TPOTMs: (t_last_token − t_first_token) / (completion_tokens − 1).
-	TPOTMs *float64 `json:"tpot_ms,omitempty"`
-	// ITLMs: gaps between consecutive token-bearing events.
-	ITLMs []float64 `json:"itl_ms,omitempty"`
-	// PrefillTokensPerS: (prompt_tokens − cached_tokens) / ttft.
-	PrefillTokensPerS *float64 `json:"prefill_tokens_per_s,omitempty"`
+	report.RequestMetrics
 
-	// ConnectMs is TCP connect + TLS handshake for this request; 0 on a
-	// reused connection.
-	ConnectMs *float64 `json:"connect_ms,omitempty"`
-	// RequestWriteMs is connection obtained → request fully written.
-	RequestWriteMs *float64 `json:"request_write_ms,omitempty"`
-
-	PromptTokens     *int `json:"prompt_tokens,omitempty"`
-	CompletionTokens *int `json:"completion_tokens,omitempty"`
-	CachedTokens     *int `json:"cached_tokens,omitempty"`
-	// TokenCountSource is SourceUsage, SourceTimings or SourceSSEEvents.
-	TokenCountSource string `json:"token_count_source,omitempty"`
-
-	SSETokenEvents     int    `json:"sse_token_events"`
-	SSEEvents          int    `json:"sse_events"`
-	FinishReason       string `json:"finish_reason,omitempty"`
-	OutputTextBytes    int    `json:"output_text_bytes"`
-	ReasoningTextBytes int    `json:"reasoning_text_bytes,omitempty"`
-	DoneSeen           bool   `json:"done_seen"`
-	UsageSeen          bool   `json:"usage_seen"`
-	KeepAliveComments  int    `json:"keepalive_comments,omitempty"`
-
-	// Server is what the server said about this request itself, kept
-	// beside the client's figures and never mixed into them; nil when it
-	// said nothing.
-	Server *ServerTimings `json:"server,omitempty"`
+	SSEEvents          int `json:"sse_events"`
+	OutputTextBytes    int `json:"output_text_bytes"`
+	ReasoningTextBytes int `json:"reasoning_text_bytes,omitempty"`
+	KeepAliveComments  int `json:"keepalive_comments,omitempty"`
 }
 
 // Server timing sources.

@@ -60,6 +60,7 @@ type Timeline struct {
 	OutputTextBytes    int    // decoded bytes of answer text
 	ReasoningTextBytes int    // decoded bytes of reasoning text
 	KeepAliveComments  int
+	ArrivalClock       string // how arrival times were taken (ArrivalKernel or ArrivalRead); empty when none was
 	// Unstreamed says the server counts output it does not stream (the
 	// Messages API's summarized or redacted thinking), so its count may
 	// exceed the streamed events by any factor (CheckUsage).

@@ -128,8 +128,8 @@ func TestTTFTIgnoresNonTokenEvents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.TTFTMs == nil || *m.TTFTMs != tt.ttftWant {
-				t.Fatalf("ttft = %v, want %v", deref64(m.TTFTMs), tt.ttftWant)
+			if m.TTFTMS == nil || *m.TTFTMS != tt.ttftWant {
+				t.Fatalf("ttft = %v, want %v", deref64(m.TTFTMS), tt.ttftWant)
 			}
 		})
 	}
@@ -212,14 +212,14 @@ func TestUsageShapesGiveIdenticalMetrics(t *testing.T) {
 						t.Errorf("%s = %v, want %v", name, deref64(got), v)
 					}
 				}
-				want("ttft_ms", m.TTFTMs, 50)
-				want("ttfb_ms", m.TTFBMs, 2)
-				want("tpot_ms", m.TPOTMs, 10)
+				want("ttft_ms", m.TTFTMS, 50)
+				want("ttfb_ms", m.TTFBMS, 2)
+				want("tpot_ms", m.TPOTMS, 10)
 				want("decode_tokens_per_s", m.DecodeTokensPerS, 100)
 				want("prefill_tokens_per_s", m.PrefillTokensPerS, 15/0.050)
-				if !reflect.DeepEqual(m.ITLMs, []float64{10, 10, 10}) || *m.CompletionTokens != 4 ||
+				if !reflect.DeepEqual(m.ITLMS, []float64{10, 10, 10}) || *m.CompletionTokens != 4 ||
 					*m.PromptTokens != 20 || *m.CachedTokens != 5 || m.FinishReason != "length" ||
-					!m.DoneSeen || m.OutputTextBytes != 4 || m.SSETokenEvents != 4 || m.E2EMs != 83 {
+					!m.DoneSeen || m.OutputTextBytes != 4 || m.SSETokenEvents != 4 || m.E2EMS != 83 {
 					t.Fatalf("reference metrics wrong: %+v", m)
 				}
 				return
@@ -233,8 +233,8 @@ func TestUsageShapesGiveIdenticalMetrics(t *testing.T) {
 
 func dump(m Metrics) string {
 	return fmt.Sprintf("ttft=%v tpot=%v dec=%v pre=%v p=%v c=%v cached=%v itl=%v fin=%q done=%v bytes=%d ev=%d",
-		deref64(m.TTFTMs), deref64(m.TPOTMs), deref64(m.DecodeTokensPerS), deref64(m.PrefillTokensPerS),
-		derefInt(m.PromptTokens), derefInt(m.CompletionTokens), derefInt(m.CachedTokens), m.ITLMs, m.FinishReason,
+		deref64(m.TTFTMS), deref64(m.TPOTMS), deref64(m.DecodeTokensPerS), deref64(m.PrefillTokensPerS),
+		derefInt(m.PromptTokens), derefInt(m.CompletionTokens), derefInt(m.CachedTokens), m.ITLMS, m.FinishReason,
 		m.DoneSeen, m.OutputTextBytes, m.SSETokenEvents)
 }
 
@@ -271,11 +271,11 @@ func TestAbsentRatherThanZero(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.DecodeTokensPerS != nil || m.TPOTMs != nil {
+			if m.DecodeTokensPerS != nil || m.TPOTMS != nil {
 				t.Fatalf("decode/tpot must be absent: %s", dump(m))
 			}
-			if (m.TTFTMs != nil) != tt.ttft {
-				t.Fatalf("ttft presence = %v, want %v", m.TTFTMs != nil, tt.ttft)
+			if (m.TTFTMS != nil) != tt.ttft {
+				t.Fatalf("ttft presence = %v, want %v", m.TTFTMS != nil, tt.ttft)
 			}
 		})
 	}

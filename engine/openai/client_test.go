@@ -118,16 +118,16 @@ func TestStreamMeasuresInjectedDelays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.TTFTMs == nil || *res.TTFTMs < 50 || *res.TTFTMs > 50+tolMs {
-		t.Errorf("ttft_ms = %v, want 50 (+%v)", deref64(res.TTFTMs), tolMs)
+	if res.TTFTMS == nil || *res.TTFTMS < 50 || *res.TTFTMS > 50+tolMs {
+		t.Errorf("ttft_ms = %v, want 50 (+%v)", deref64(res.TTFTMS), tolMs)
 	}
-	if res.TPOTMs == nil || *res.TPOTMs < 9 || *res.TPOTMs > 10+tolMs {
-		t.Errorf("tpot_ms = %v, want 10 (+%v)", deref64(res.TPOTMs), tolMs)
+	if res.TPOTMS == nil || *res.TPOTMS < 9 || *res.TPOTMS > 10+tolMs {
+		t.Errorf("tpot_ms = %v, want 10 (+%v)", deref64(res.TPOTMS), tolMs)
 	}
-	if res.TTFBMs == nil || *res.TTFBMs > *res.TTFTMs || res.E2EMs < *res.TTFTMs+19*9 {
-		t.Errorf("ttfb/e2e inconsistent: ttfb=%v e2e=%v", deref64(res.TTFBMs), res.E2EMs)
+	if res.TTFBMS == nil || *res.TTFBMS > *res.TTFTMS || res.E2EMS < *res.TTFTMS+19*9 {
+		t.Errorf("ttfb/e2e inconsistent: ttfb=%v e2e=%v", deref64(res.TTFBMS), res.E2EMS)
 	}
-	if len(res.ITLMs) != 19 || *res.CompletionTokens != 20 || *res.PromptTokens != 7 || *res.CachedTokens != 2 ||
+	if len(res.ITLMS) != 19 || *res.CompletionTokens != 20 || *res.PromptTokens != 7 || *res.CachedTokens != 2 ||
 		res.TokenCountSource != SourceUsage || !res.DoneSeen || res.HTTPStatus != 200 || res.BytesReceived == 0 ||
 		res.FinishReason != "length" || res.KeepAliveComments != 1 || res.DecodeTokensPerS == nil || res.PrefillTokensPerS == nil {
 		t.Errorf("result wrong: %+v", res)
@@ -216,7 +216,7 @@ func TestCompletionsEndpointAndNoDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.DoneSeen || *res.CompletionTokens != 3 || res.OutputTextBytes != 6 || res.TTFTMs == nil || res.FinishReason != "length" {
+	if res.DoneSeen || *res.CompletionTokens != 3 || res.OutputTextBytes != 6 || res.TTFTMS == nil || res.FinishReason != "length" {
 		t.Fatalf("result wrong: %+v", res)
 	}
 }
@@ -236,7 +236,7 @@ func TestNonStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.TTFTMs != nil || res.TPOTMs != nil || res.E2EMs < 20 || *res.PromptTokens != 11 || *res.CompletionTokens != 2 ||
+	if res.TTFTMS != nil || res.TPOTMS != nil || res.E2EMS < 20 || *res.PromptTokens != 11 || *res.CompletionTokens != 2 ||
 		*res.CachedTokens != 8 || res.OutputTextBytes != 5 || res.FinishReason != "stop" || res.TokenCountSource != SourceUsage {
 		t.Fatalf("result wrong: %+v", res)
 	}
@@ -365,8 +365,8 @@ func TestFailuresClassified(t *testing.T) {
 			if e.Class != tt.class {
 				t.Fatalf("class %q, want %q (%v)", e.Class, tt.class, e)
 			}
-			if (res.TTFTMs != nil) != tt.ttft {
-				t.Fatalf("ttft presence %v, want %v", res.TTFTMs != nil, tt.ttft)
+			if (res.TTFTMS != nil) != tt.ttft {
+				t.Fatalf("ttft presence %v, want %v", res.TTFTMS != nil, tt.ttft)
 			}
 			if strings.Contains(e.Error(), testSecret) {
 				t.Fatal("secret leaked")

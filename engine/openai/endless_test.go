@@ -49,8 +49,8 @@ func TestTooManyTokenEvents(t *testing.T) {
 			if !strings.Contains(e.Message, msg) {
 				t.Fatalf("message %q lacks %q", e.Message, msg)
 			}
-			if res.SSETokenEvents != tt.want || len(res.ITLMs) != tt.want-1 {
-				t.Fatalf("token events %d, itl %d", res.SSETokenEvents, len(res.ITLMs))
+			if res.SSETokenEvents != tt.want || len(res.ITLMS) != tt.want-1 {
+				t.Fatalf("token events %d, itl %d", res.SSETokenEvents, len(res.ITLMS))
 			}
 		})
 	}
@@ -73,10 +73,10 @@ func TestITLBoundedOnAnEndlessStream(t *testing.T) {
 	if m.SSETokenEvents != n {
 		t.Fatalf("token events %d, want %d", m.SSETokenEvents, n)
 	}
-	if len(m.ITLMs) > maxITL || len(m.ITLMs) < maxITL/2 || cap(m.ITLMs) > maxITL {
-		t.Fatalf("itl len %d cap %d, want within [%d, %d]", len(m.ITLMs), cap(m.ITLMs), maxITL/2, maxITL)
+	if len(m.ITLMS) > maxITL || len(m.ITLMS) < maxITL/2 || cap(m.ITLMS) > maxITL {
+		t.Fatalf("itl len %d cap %d, want within [%d, %d]", len(m.ITLMS), cap(m.ITLMS), maxITL/2, maxITL)
 	}
-	last := m.ITLMs[len(m.ITLMs)-1]
+	last := m.ITLMS[len(m.ITLMS)-1]
 	if wantMin := durMs(time.Duration(2*(n-100)) * time.Microsecond); last < wantMin {
 		t.Fatalf("last kept gap %vms, want one from the end of the stream (≥ %vms)", last, wantMin)
 	}

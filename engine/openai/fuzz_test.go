@@ -76,9 +76,9 @@ func streamThrough(t *testing.T, stream []byte, sizes []int) sseOutcome {
 	m := acc.Metrics(at + time.Millisecond)
 	checkMetrics(t, m)
 	// Times depend on the split; the rest must not.
-	m.TTFBMs, m.TTFTMs, m.E2EMs, m.DecodeTokensPerS, m.TPOTMs, m.PrefillTokensPerS = nil, nil, 0, nil, nil, nil
-	m.TTFOMs, m.ReasoningTokensPerS, m.AnswerTokensPerS = nil, nil, nil
-	m.ITLMs = make([]float64, len(m.ITLMs))
+	m.TTFBMS, m.TTFTMS, m.E2EMS, m.DecodeTokensPerS, m.TPOTMS, m.PrefillTokensPerS = nil, nil, 0, nil, nil, nil
+	m.TTFOMS, m.ReasoningTokensPerS, m.AnswerTokensPerS = nil, nil, nil
+	m.ITLMS = make([]float64, len(m.ITLMS))
 	out.Metrics = m
 	return out
 }
@@ -93,27 +93,27 @@ func checkMetrics(t *testing.T, m Metrics) {
 			t.Fatalf("%s = %v", name, v)
 		}
 	}
-	finite("e2e_ms", m.E2EMs)
+	finite("e2e_ms", m.E2EMS)
 	for name, p := range map[string]*float64{
-		"ttfb_ms": m.TTFBMs, "ttft_ms": m.TTFTMs, "decode_tokens_per_s": m.DecodeTokensPerS,
-		"tpot_ms": m.TPOTMs, "prefill_tokens_per_s": m.PrefillTokensPerS,
-		"ttfo_ms": m.TTFOMs, "reasoning_tokens_per_s": m.ReasoningTokensPerS, "answer_tokens_per_s": m.AnswerTokensPerS,
+		"ttfb_ms": m.TTFBMS, "ttft_ms": m.TTFTMS, "decode_tokens_per_s": m.DecodeTokensPerS,
+		"tpot_ms": m.TPOTMS, "prefill_tokens_per_s": m.PrefillTokensPerS,
+		"ttfo_ms": m.TTFOMS, "reasoning_tokens_per_s": m.ReasoningTokensPerS, "answer_tokens_per_s": m.AnswerTokensPerS,
 	} {
 		if p != nil {
 			finite(name, *p)
 		}
 	}
-	for _, v := range m.ITLMs {
+	for _, v := range m.ITLMS {
 		finite("itl_ms", v)
 		if v < 0 {
 			t.Fatalf("negative inter-token gap %v", v)
 		}
 	}
-	if m.SSETokenEvents > 0 && len(m.ITLMs) != m.SSETokenEvents-1 {
-		t.Fatalf("%d token events but %d gaps", m.SSETokenEvents, len(m.ITLMs))
+	if m.SSETokenEvents > 0 && len(m.ITLMS) != m.SSETokenEvents-1 {
+		t.Fatalf("%d token events but %d gaps", m.SSETokenEvents, len(m.ITLMS))
 	}
-	if m.SSETokenEvents == 0 && (m.TTFTMs != nil || len(m.ITLMs) > 0) {
-		t.Fatalf("no token events, yet ttft %v and %d gaps", m.TTFTMs, len(m.ITLMs))
+	if m.SSETokenEvents == 0 && (m.TTFTMS != nil || len(m.ITLMS) > 0) {
+		t.Fatalf("no token events, yet ttft %v and %d gaps", m.TTFTMS, len(m.ITLMS))
 	}
 	if m.OutputTextBytes < 0 || m.ReasoningTextBytes < 0 || m.SSEEvents < m.SSETokenEvents {
 		t.Fatalf("impossible counts: %+v", m)

@@ -73,11 +73,11 @@ func TestReasoningChannels(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := acc.Metrics(time.Second)
-			if m.TTFTMs == nil || *m.TTFTMs != tc.ttft {
-				t.Errorf("ttft %v, want %v", m.TTFTMs, tc.ttft)
+			if m.TTFTMS == nil || *m.TTFTMS != tc.ttft {
+				t.Errorf("ttft %v, want %v", m.TTFTMS, tc.ttft)
 			}
-			if (tc.ttfo < 0) != (m.TTFOMs == nil) || (m.TTFOMs != nil && *m.TTFOMs != tc.ttfo) {
-				t.Errorf("ttfo %v, want %v", fmtPtr(m.TTFOMs), tc.ttfo)
+			if (tc.ttfo < 0) != (m.TTFOMS == nil) || (m.TTFOMS != nil && *m.TTFOMS != tc.ttfo) {
+				t.Errorf("ttfo %v, want %v", fmtPtr(m.TTFOMS), tc.ttfo)
 			}
 			if m.ReasoningTokens == nil || *m.ReasoningTokens != tc.reasoning {
 				t.Errorf("reasoning tokens %v, want %d", m.ReasoningTokens, tc.reasoning)

@@ -73,11 +73,11 @@ func TestConnectAndWriteTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.ConnectMs == nil || *first.ConnectMs <= 0 || first.RequestWriteMs == nil {
-		t.Errorf("first request: connect %v write %v, want a connect time", first.ConnectMs, first.RequestWriteMs)
+	if first.ConnectMS == nil || *first.ConnectMS <= 0 || first.RequestWriteMS == nil {
+		t.Errorf("first request: connect %v write %v, want a connect time", first.ConnectMS, first.RequestWriteMS)
 	}
-	if second.ConnectMs == nil || *second.ConnectMs != 0 || second.RequestWriteMs == nil {
-		t.Errorf("reused connection: connect %v write %v, want connect 0", second.ConnectMs, second.RequestWriteMs)
+	if second.ConnectMS == nil || *second.ConnectMS != 0 || second.RequestWriteMS == nil {
+		t.Errorf("reused connection: connect %v write %v, want connect 0", second.ConnectMS, second.RequestWriteMS)
 	}
 }
 

@@ -80,8 +80,8 @@ func TestToolCallsReassembledFromBytes(t *testing.T) {
 			t.Errorf("call %d: arguments %q are not JSON", i, got.ToolCalls[i].Function.Arguments)
 		}
 	}
-	if got.FirstToolCallMs == nil || res.TTFTMs == nil || *got.FirstToolCallMs < *res.TTFTMs {
-		t.Errorf("first tool call %v ms, ttft %v ms", got.FirstToolCallMs, res.TTFTMs)
+	if got.FirstToolCallMs == nil || res.TTFTMS == nil || *got.FirstToolCallMs < *res.TTFTMS {
+		t.Errorf("first tool call %v ms, ttft %v ms", got.FirstToolCallMs, res.TTFTMS)
 	}
 	if res.FinishReason != "tool_calls" || res.BytesReceived != int64(len(toolStream)) {
 		t.Errorf("finish %q, %d bytes of %d", res.FinishReason, res.BytesReceived, len(toolStream))

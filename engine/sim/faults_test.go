@@ -118,11 +118,11 @@ func TestFaultsWithRealClient(t *testing.T) {
 		{name: "stall then continue", fault: Fault{Kind: FaultStall, Stall: 200 * time.Millisecond}, injected: 1,
 			check: func(t *testing.T, res openai.Result, err error) {
 				wantClass(t, res, err, "")
-				if res.E2EMs < 200 || !res.DoneSeen || *res.CompletionTokens != 8 {
-					t.Errorf("e2e %.0f ms done %v tokens %d, want ≥ 200 ms and a complete stream", res.E2EMs, res.DoneSeen, *res.CompletionTokens)
+				if res.E2EMS < 200 || !res.DoneSeen || *res.CompletionTokens != 8 {
+					t.Errorf("e2e %.0f ms done %v tokens %d, want ≥ 200 ms and a complete stream", res.E2EMS, res.DoneSeen, *res.CompletionTokens)
 				}
 				gap := 0.0
-				for _, d := range res.ITLMs {
+				for _, d := range res.ITLMS {
 					gap = max(gap, d)
 				}
 				if gap < 200 {
@@ -133,8 +133,8 @@ func TestFaultsWithRealClient(t *testing.T) {
 			check: func(t *testing.T, res openai.Result, err error) {
 				wantClass(t, res, err, "")
 				// ~1.5 kB in 16-byte writes, each followed by ≥ 1 ms.
-				if res.E2EMs < 50 || !res.DoneSeen || !res.UsageSeen || *res.CompletionTokens != 8 {
-					t.Errorf("e2e %.0f ms done %v usage %v, want a complete stream taking ≥ 50 ms", res.E2EMs, res.DoneSeen, res.UsageSeen)
+				if res.E2EMS < 50 || !res.DoneSeen || !res.UsageSeen || *res.CompletionTokens != 8 {
+					t.Errorf("e2e %.0f ms done %v usage %v, want a complete stream taking ≥ 50 ms", res.E2EMS, res.DoneSeen, res.UsageSeen)
 				}
 			}},
 		{name: "malformed_json", fault: Fault{Kind: FaultMalformedJSON}, injected: 1,
@@ -202,8 +202,8 @@ func TestFaultsWithRealClient(t *testing.T) {
 		{name: "non-stream slow_trickle", fault: Fault{Kind: FaultSlowTrickle, TrickleInterval: time.Millisecond}, nonStream: true, injected: 1,
 			check: func(t *testing.T, res openai.Result, err error) {
 				wantClass(t, res, err, "")
-				if res.E2EMs < 10 || *res.CompletionTokens != 8 {
-					t.Errorf("e2e %.0f ms tokens %v, want ≥ 10 ms and 8 tokens", res.E2EMs, res.CompletionTokens)
+				if res.E2EMS < 10 || *res.CompletionTokens != 8 {
+					t.Errorf("e2e %.0f ms tokens %v, want ≥ 10 ms and 8 tokens", res.E2EMS, res.CompletionTokens)
 				}
 			}},
 		{name: "non-stream stall does not apply", fault: Fault{Kind: FaultStall, Stall: time.Minute}, nonStream: true, injected: 0,

@@ -370,7 +370,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	// The trace hooks run on the transport's goroutines: conn is atomic.
 	var conn atomic.Pointer[tsConn]
 	var gotConn, wrote atomic.Bool
-	var headerClock measure.Result // where the first byte's time came from (discarded)
+	var headerClock string // where the first byte's time came from (discarded)
 	// Connection and write times, as offsets from start in ns; the trace
 	// fires again for a stale-connection retry, so the last attempt wins.
 	var dialStart, dialDone, tlsStart, tlsDone, gotConnAt, headersAt, wroteAt atomic.Int64
@@ -411,9 +411,9 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 			return
 		}
 		c := time.Duration(dialDone.Load()-dialStart.Load()) + time.Duration(tlsDone.Load()-tlsStart.Load())
-		res.ConnectMs = ptr(durMs(max(c, 0)))
+		res.ConnectMS = ptr(durMs(max(c, 0)))
 		if w := wroteAt.Load(); w > 0 {
-			res.RequestWriteMs = ptr(durMs(time.Duration(max(w-gotConnAt.Load(), 0))))
+			res.RequestWriteMS = ptr(durMs(time.Duration(max(w-gotConnAt.Load(), 0))))
 		}
 	}()
 
@@ -527,7 +527,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			// Timestamp before parsing: arrival time, not parse time.
-			last = arrival(conn.Load(), start, last, &res)
+			last = arrival(conn.Load(), start, last, &tl.ArrivalClock)
 			res.BytesReceived += int64(n)
 			if err := parser.Feed(buf[:n], last, emit); err != nil {
 				streamErr = err
@@ -665,18 +665,19 @@ func retryAfter(v string, now time.Time) time.Duration {
 // arrival is when the bytes just read arrived, as an offset from start: the
 // kernel's receive time when the connection has it (immune to the client
 // being scheduled late), else now. It never runs backwards or past now.
-func arrival(conn *tsConn, start time.Time, prev time.Duration, res *measure.Result) time.Duration {
+// *clock is set to the clock it read (measure.ArrivalKernel or ArrivalRead).
+func arrival(conn *tsConn, start time.Time, prev time.Duration, clock *string) time.Duration {
 	now := time.Since(start)
 	if conn != nil {
 		if t, ok := conn.lastReceive(); ok {
 			// t carries no monotonic reading, so this difference is of wall
 			// clocks taken microseconds to milliseconds apart.
 			if k := t.Sub(start); k > 0 && k <= now {
-				res.ArrivalClock = measure.ArrivalKernel
+				*clock = measure.ArrivalKernel
 				return max(k, prev)
 			}
 		}
 	}
-	res.ArrivalClock = measure.ArrivalRead
+	*clock = measure.ArrivalRead
 	return max(now, prev)
 }

@@ -32,7 +32,7 @@ func liveReport(ttft, rate []float64, keepSamples bool) *report.Report {
 	if keepSamples {
 		ss := make([]report.RequestSample, len(ttft))
 		for i := range ttft {
-			ss[i] = report.RequestSample{Phase: "decode", Index: i, OK: true, TTFTMS: fp(ttft[i]), DecodeTokensPerS: fp(rate[i])}
+			ss[i] = report.RequestSample{Phase: "decode", Index: i, OK: true, RequestMetrics: report.RequestMetrics{TTFTMS: fp(ttft[i]), DecodeTokensPerS: fp(rate[i])}}
 		}
 		p.Samples = ss
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 )
 
 // repeated is a report of runs repetitions whose decode TTFT p50 is drawn
@@ -17,7 +18,7 @@ func repeated(t *testing.T, seed uint64, runs int, median, sigma float64) *repor
 	for i, p50 := range draw(seed, runs, median, sigma) {
 		reps = append(reps, liveReport([]float64{p50, p50 * (1 + 0.01*float64(i%2))}, []float64{100, 100}, false))
 	}
-	r, err := report.Repeat(reps)
+	r, err := fold.Repeat(reps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestLoadPointsJudgedOverTheirSamples(t *testing.T) {
 		for i, c := range []int{1, 8} {
 			v := draw(seed+uint64(i), 20, median*float64(i+1), 0.02)
 			for j, x := range v {
-				samples = append(samples, report.RequestSample{Phase: "load", Point: fmt.Sprintf("concurrency %d", c), Index: j, OK: true, TTFTMS: fp(x)})
+				samples = append(samples, report.RequestSample{Phase: "load", Point: fmt.Sprintf("concurrency %d", c), Index: j, OK: true, RequestMetrics: report.RequestMetrics{TTFTMS: fp(x)}})
 			}
 			points = append(points, &report.LoadPoint{Concurrency: c, ServingMetrics: &report.ServingMetrics{Requests: 20, Succeeded: 20,
 				TTFTMS: report.NewStat(v), Errors: report.ErrorSummary{Rate: fp(0), ByClass: map[string]int{}}}})

@@ -21,7 +21,7 @@ func prefillReport(sizes []string, ttft map[string][]float64) *report.Report {
 		by[size] = &report.Point{ServingMetrics: &report.ServingMetrics{Requests: len(v), Succeeded: len(v),
 			TTFTMS: report.NewStat(v), Errors: report.ErrorSummary{Rate: fp(0), ByClass: map[string]int{}}}}
 		for _, x := range v {
-			samples = append(samples, report.RequestSample{Phase: "prefill", Point: size, Index: len(samples), OK: true, TTFTMS: fp(x)})
+			samples = append(samples, report.RequestSample{Phase: "prefill", Point: size, Index: len(samples), OK: true, RequestMetrics: report.RequestMetrics{TTFTMS: fp(x)}})
 		}
 	}
 	r := liveReport(nil, nil, false)

@@ -372,12 +372,6 @@ func repValues(tree map[string]any, path []string) map[string][]float64 {
 				return nil
 			}
 			cur = c[i]
-		case *[]any:
-			i, err := strconv.Atoi(k)
-			if err != nil || i < 0 || i >= len(*c) {
-				return nil
-			}
-			cur = (*c)[i]
 		default:
 			return nil
 		}

@@ -1,8 +1,12 @@
-// Package fold turns recorded requests into a phase's figures: one Add per
-// request, one Close per slice (vegeta's Add/Close). The run, tollgate
-// merge and the union of shards' samples all fold through it, so a figure
-// has one formula: a merge of one shard reproduces the shard's own report
-// number for number, and N shards equal one fold over their union.
+// Package fold computes a report's figures from what was measured: it
+// turns recorded requests into a phase's figures, one Add per request, one
+// Close per slice (vegeta's Add/Close); Merge joins the reports of a
+// sharded run's shards; Repeat summarises the reports of a scenario's
+// repetitions (run --repeat-runs N). The run, tollgate merge and the union
+// of shards' samples all fold through it, so a figure has one formula: a
+// merge of one shard reproduces the shard's own report number for number,
+// and N shards equal one fold over their union. Package report holds the
+// data these produce, not their arithmetic.
 //
 // Every distribution is a stats.Histogram (bounded memory, exact up to
 // stats.ExactLimit values, mergeable exactly); which distributions there

@@ -16,7 +16,7 @@ import (
 
 func TestGood(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
-	s := &report.RequestSample{OK: true, TTFTMS: f(120), TPOTMS: f(30), E2EMS: 900, ITLMS: []float64{20, 45, 30}}
+	s := &report.RequestSample{OK: true, RequestMetrics: report.RequestMetrics{TTFTMS: f(120), TPOTMS: f(30), E2EMS: 900, ITLMS: []float64{20, 45, 30}}}
 	for _, tc := range []struct {
 		name string
 		slo  map[string]float64
@@ -44,8 +44,8 @@ func TestSliceAdd(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	n := func(v int) *int { return &v }
 	s := New(Options{})
-	s.Add(&report.RequestSample{OK: true, TTFTMS: f(10), E2EMS: 50, PromptTokens: n(7), ITLMS: []float64{1, 2, 3}, Retries: 2, TokenCountSource: "usage"}, "a")
-	s.Add(&report.RequestSample{Error: &report.RequestError{Class: "reset", Message: "x"}, E2EMS: 1, StaleConnectionRetries: 1}, "b")
+	s.Add(&report.RequestSample{OK: true, Retries: 2, RequestMetrics: report.RequestMetrics{TTFTMS: f(10), E2EMS: 50, PromptTokens: n(7), ITLMS: []float64{1, 2, 3}, TokenCountSource: "usage"}}, "a")
+	s.Add(&report.RequestSample{Error: &report.RequestError{Class: "reset", Message: "x"}, StaleConnectionRetries: 1, RequestMetrics: report.RequestMetrics{E2EMS: 1}}, "b")
 	m := s.Close()
 	if m.Requests != 2 || m.Succeeded != 1 || m.Errors.Count != 1 || m.Errors.ByClass["reset"] != 1 || m.Retries != 2 || m.StaleConnectionRetries != 1 {
 		t.Fatalf("counts: %+v", m)
@@ -78,9 +78,10 @@ func TestShardsEqualOneFoldOverTheirUnion(t *testing.T) {
 			f := func(v float64) *float64 { return &v }
 			n := func(v int) *int { return &v }
 			ttft := math.Exp(3 + 0.5*rng.NormFloat64())
-			smp := &report.RequestSample{Phase: "load", Index: i*shards + sh, OK: true, TTFBMS: f(ttft / 2), TTFTMS: f(ttft), E2EMS: ttft * 3,
+			smp := &report.RequestSample{Phase: "load", Index: i*shards + sh, OK: true, RequestMetrics: report.RequestMetrics{
+				TTFBMS: f(ttft / 2), TTFTMS: f(ttft), E2EMS: ttft * 3,
 				TPOTMS: f(1 + rng.Float64()), DecodeTokensPerS: f(900 + 100*rng.Float64()), PromptTokens: n(64 + rng.IntN(64)), CompletionTokens: n(16),
-				CachedTokens: n(rng.IntN(32)), SSETokenEvents: 16, TokenCountSource: "usage", ITLMS: []float64{rng.Float64(), rng.Float64()}}
+				CachedTokens: n(rng.IntN(32)), SSETokenEvents: 16, TokenCountSource: "usage", ITLMS: []float64{rng.Float64(), rng.Float64()}}}
 			if rng.IntN(20) == 0 {
 				smp.OK, smp.Error = false, &report.RequestError{Class: "http_status", Status: 503, Message: "busy"}
 			}

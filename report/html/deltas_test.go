@@ -19,7 +19,7 @@ func liveReport(seed uint64, n int, ttft, rate, spread float64) *report.Report {
 	for i := range n {
 		tt[i] = ttft * (1 + spread*(rng.Float64()-0.5))
 		rr[i] = rate * (1 + spread*(rng.Float64()-0.5))
-		samples[i] = report.RequestSample{Phase: report.KindDecode, Index: i, OK: true, TTFTMS: &tt[i], DecodeTokensPerS: &rr[i], E2EMS: tt[i] * 10}
+		samples[i] = report.RequestSample{Phase: report.KindDecode, Index: i, OK: true, RequestMetrics: report.RequestMetrics{TTFTMS: &tt[i], DecodeTokensPerS: &rr[i], E2EMS: tt[i] * 10}}
 	}
 	e2e := make([]float64, n)
 	for i := range e2e {
@@ -141,7 +141,7 @@ func prefillReport(sizes []string, ttft map[string][]float64) *report.Report {
 		by[size] = &report.Point{ServingMetrics: &report.ServingMetrics{Requests: len(v), Succeeded: len(v), TTFTMS: report.NewStat(v),
 			Errors: report.ErrorSummary{ByClass: map[string]int{}}}}
 		for i := range v {
-			samples = append(samples, report.RequestSample{Phase: report.KindPrefill, Point: size, Index: len(samples), OK: true, TTFTMS: &v[i], E2EMS: v[i]})
+			samples = append(samples, report.RequestSample{Phase: report.KindPrefill, Point: size, Index: len(samples), OK: true, RequestMetrics: report.RequestMetrics{TTFTMS: &v[i], E2EMS: v[i]}})
 		}
 	}
 	run := r.Runs["server"]

@@ -1,4 +1,4 @@
-package report_test
+package fold_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/report/internal/testfixture"
 )
 
@@ -20,7 +21,7 @@ func TestRepeatSummarisesEveryFigure(t *testing.T) {
 		r.Runs["embedded"].Phases["decode"].ServingMetrics.TPOTMS = report.NewStat([]float64{tpot})
 		reps = append(reps, r)
 	}
-	got, err := report.Repeat(reps)
+	got, err := fold.Repeat(reps)
 	if err != nil {
 		t.Fatal(err)
 	}
