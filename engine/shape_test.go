@@ -135,6 +135,12 @@ func ignored(p string) bool {
 	if reasoningRate.MatchString(p) {
 		return true
 	}
+	// A capacity interval's side is there only when a probe passed or
+	// failed beyond its noise, which the machine's load decides (a busy
+	// one made every probe above the found value unclear, so no high).
+	if capacitySide.MatchString(p) {
+		return true
+	}
 	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata.", ".server_metrics.summaries."} {
 		if strings.Contains(p, s) {
 			return true
@@ -142,6 +148,8 @@ func ignored(p string) bool {
 	}
 	return false
 }
+
+var capacitySide = regexp.MustCompile(`\.capacity\.interval\.(low|high)$`)
 
 var serverSegment = regexp.MustCompile(`\.server(\.|\[|$)`)
 
