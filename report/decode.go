@@ -17,19 +17,40 @@ var ErrNotReport = errors.New("not a tollgate report")
 // not read.
 var ErrSchemaVersion = errors.New("unsupported schema_version")
 
+// MaxReportBytes bounds a report read back (merge, judge, compare, report,
+// --baseline). Decoding holds the bytes, a generic copy and the typed
+// report at once, several times the file in memory; 512 MiB is a run of
+// about a million requests with samples, and more is better written
+// without samples (report: {samples: false}) or as shards.
+const MaxReportBytes = 512 << 20
+
+// ErrReportTooLarge marks a report over MaxReportBytes.
+var ErrReportTooLarge = errors.New("report too large")
+
+func tooLarge() error {
+	return fmt.Errorf("%w: over %d MiB, the most tollgate reads (write it with report: {samples: false}, or as shards)", ErrReportTooLarge, MaxReportBytes>>20)
+}
+
+// ErrNotRegular marks a report path that is not a regular file (a
+// device, a pipe, a directory): it may never end, or never answer.
+var ErrNotRegular = errors.New("not a regular file")
+
 // Decode reads a saved report and checks it before any reader trusts it.
-// Unknown fields are allowed, so a report from a newer tollgate with added
-// fields still renders and compares. What it must have is the identity of
+// Unknown fields are refused, each at its JSON pointer (see Check): a
+// report of this schema_version has exactly its fields. What it must have
+// is the identity of
 // a tollgate report (schema_version, tool.name "tollgate", runs); anything
 // else wraps ErrNotReport, and a schema_version other than SchemaVersion
 // wraps ErrSchemaVersion. Then it must pass Check (the report schema, its
 // unknown fields aside, and its own invariants), else the error is a
 // *CheckError naming each JSON path. Samples decode as []any;
 // PhaseSamples types them.
+//
+// At most MaxReportBytes are read; a longer input wraps ErrReportTooLarge.
 func Decode(r io.Reader) (*Report, error) {
-	data, err := io.ReadAll(r)
+	data, err := readAtMost(r, MaxReportBytes)
 	if err != nil {
-		return nil, fmt.Errorf("reading report: %w", err)
+		return nil, err
 	}
 	var probe struct {
 		SchemaVersion *int `json:"schema_version"`
@@ -67,12 +88,28 @@ func Decode(r io.Reader) (*Report, error) {
 
 // ReadFile reads and decodes the report at path (see Decode); its errors
 // name the file.
+//
+// Only a regular file is read (/dev/zero or a pipe is refused before a
+// byte is), and only one of at most MaxReportBytes.
 func ReadFile(path string) (*Report, error) {
+	// Stat before opening: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	} else if err := regular(fi); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading report: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat() // the file opened, should the path have changed
+	if err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	if err := regular(fi); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	rep, err := Decode(f)
 	var pe *PositionError
 	switch {
@@ -83,6 +120,47 @@ func ReadFile(path string) (*Report, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rep, nil
+}
+
+// readAtMost reads r whole, or refuses it past max bytes.
+func readAtMost(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, tooLarge())
+	}
+	return data, nil
+}
+
+// regular refuses what is not a regular file, or one over MaxReportBytes,
+// before it is read.
+func regular(fi os.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %w (%s); give a report file", ErrNotReport, ErrNotRegular, fileType(fi.Mode()))
+	}
+	if fi.Size() > MaxReportBytes {
+		return fmt.Errorf("%w: %w", ErrNotReport, tooLarge())
+	}
+	return nil
+}
+
+// fileType names what a path that is not a regular file is.
+func fileType(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.Type().String()
 }
 
 // PositionError is a JSON error at a place in the input: a syntax error,
