@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,9 +57,11 @@ func (e *CheckError) Unwrap() []error { return []error{ErrInvalidReport, ErrNotR
 
 // Check checks a report, decoded as generic JSON (map[string]any …),
 // against the report schema and its own invariants, and returns what is
-// wrong (nil: nothing). Fields the schema does not know are allowed, so a
-// report from a newer tollgate with added fields still reads; every other
-// schema rule holds. The invariants, which the schema cannot say:
+// wrong (nil: nothing). A field the schema does not know, where it closes
+// an object (additionalProperties false), is a violation at its own
+// pointer: a report of this schema_version has exactly these keys, and a
+// newer format has a newer schema_version. The invariants, which the
+// schema cannot say:
 //
 //   - every statistic (an object with count and quantiles): min ≤ p50 ≤
 //     p90 ≤ p95 ≤ p99 ≤ max and min ≤ mean ≤ max (within 0.05 % past 1,024
@@ -81,10 +84,22 @@ func Check(v any) []Violation {
 	}
 	var out []Violation
 	for _, p := range probs {
-		if p.Keyword == "additionalProperties" {
-			continue // a newer tollgate's field
+		if p.Keyword == "additionalProperties" && len(p.Properties) > 0 {
+			// Each unknown field by its own pointer: a misspelt or foreign
+			// key is refused, not read past (a reader would trust a
+			// report whose fields it silently ignored).
+			for _, k := range p.Properties {
+				out = append(out, Violation{Path: pointer(append(slices.Clip(p.Path), k)),
+					Message: fmt.Sprintf("unknown field %q: the report schema (schema_version %d) has no such key", k, SchemaVersion)})
+			}
+			continue
 		}
 		out = append(out, Violation{Path: pointer(p.Path), Message: p.Message})
+	}
+	if len(out) == 0 {
+		// Where the schema leaves an object open, the report's own types
+		// close it: a key neither knows is a field no reader would read.
+		unknownFields(reflect.TypeFor[Report](), v, nil, &out)
 	}
 	if len(out) > 0 {
 		return out // the invariants read what the schema guarantees

@@ -28,7 +28,7 @@ func loadReport() *Report {
 
 // TestReadFileChecksTheReport: a saved report that fails its schema or
 // contradicts itself is refused naming the file and the JSON path of what
-// is wrong; fields the schema does not know are not a contradiction.
+// is wrong, and so is a field no tollgate report has.
 func TestReadFileChecksTheReport(t *testing.T) {
 	good, err := Marshal(loadReport())
 	if err != nil {
@@ -45,7 +45,14 @@ func TestReadFileChecksTheReport(t *testing.T) {
 		want string // "": reads
 	}{
 		{"as written", func(map[string]any) {}, ""},
-		{"a newer tollgate's field", func(m map[string]any) { m["future"] = map[string]any{"x": 1}; point(m)["future_rate"] = 3.0 }, ""},
+		// An unknown field is refused at its own pointer, whether the
+		// schema closes its object (the top) or only the types do (a point).
+		{"an unknown top-level field", func(m map[string]any) { m["future"] = map[string]any{"x": 1} }, `/future: unknown field "future"`},
+		{"an unknown field in a point", func(m map[string]any) { point(m)["future_rate"] = 3.0 }, pt + `/future_rate: unknown field "future_rate"`},
+		{"an unknown field in a statistic", func(m map[string]any) { stat(m, "ttft_ms")["p42"] = 3.0 }, pt + `/ttft_ms/p42: unknown field "p42"`},
+		{"a user's var is free", func(m map[string]any) {
+			m["scenario"].(map[string]any)["vars"] = map[string]any{"anything": map[string]any{"x": 1}}
+		}, ""},
 		{"p50 above max", func(m map[string]any) { stat(m, "ttft_ms")["p50"] = 100.0 }, pt + "/ttft_ms: p50 (100) is above p90 (30)"},
 		{"max below p99", func(m map[string]any) { stat(m, "e2e_ms")["max"] = 50.0 }, pt + "/e2e_ms: p99 (90) is above max (50)"},
 		{"mean outside min and max", func(m map[string]any) { stat(m, "ttft_ms")["mean"] = 5.0 }, pt + "/ttft_ms: mean (5) is below min (10)"},

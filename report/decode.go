@@ -18,19 +18,40 @@ var ErrNotReport = errors.New("not a tollgate report")
 // not read.
 var ErrSchemaVersion = errors.New("unsupported schema_version")
 
+// MaxReportBytes bounds a report read back (merge, judge, compare, report,
+// --baseline). Decoding holds the bytes, a generic copy and the typed
+// report at once, several times the file in memory; 512 MiB is a run of
+// about a million requests with samples, and more is better written
+// without samples (report: {samples: false}) or as shards.
+const MaxReportBytes = safefile.MaxReportBytes
+
+// ErrReportTooLarge marks a report over MaxReportBytes.
+var ErrReportTooLarge = safefile.ErrTooLarge
+
+func tooLarge() error {
+	return fmt.Errorf("%w: over %d MiB, the most tollgate reads (write it with report: {samples: false}, or as shards)", ErrReportTooLarge, MaxReportBytes>>20)
+}
+
+// ErrNotRegular marks a report path that is not a regular file (a
+// device, a pipe, a directory): it may never end, or never answer.
+var ErrNotRegular = safefile.ErrNotRegular
+
 // Decode reads a saved report and checks it before any reader trusts it.
-// Unknown fields are allowed, so a report from a newer tollgate with added
-// fields still renders and compares. What it must have is the identity of
+// Unknown fields are refused, each at its JSON pointer (see Check): a
+// report of this schema_version has exactly its fields. What it must have
+// is the identity of
 // a tollgate report (schema_version, tool.name "tollgate", runs); anything
 // else wraps ErrNotReport, and a schema_version other than SchemaVersion
 // wraps ErrSchemaVersion. Then it must pass Check (the report schema, its
 // unknown fields aside, and its own invariants), else the error is a
 // *CheckError naming each JSON path. Samples decode as []any;
 // PhaseSamples types them.
+//
+// At most MaxReportBytes are read; a longer input wraps ErrReportTooLarge.
 func Decode(r io.Reader) (*Report, error) {
-	data, err := io.ReadAll(r)
+	data, err := readAtMost(r, MaxReportBytes)
 	if err != nil {
-		return nil, fmt.Errorf("reading report: %w", err)
+		return nil, err
 	}
 	var probe struct {
 		SchemaVersion *int `json:"schema_version"`
@@ -69,11 +90,15 @@ func Decode(r io.Reader) (*Report, error) {
 // ReadFile reads and decodes the report at path (see Decode); its errors
 // name the file.
 //
-// The file must be a regular file of at most safefile.MaxReportBytes: a
+// The file must be a regular file of at most MaxReportBytes, checked by
+// internal/safefile (the one way tollgate opens a file it is named): a
 // FIFO or a device named by mistake fails at once instead of blocking or
 // streaming forever.
 func ReadFile(path string) (*Report, error) {
-	f, err := safefile.Open(path, safefile.Rules{Limit: safefile.MaxReportBytes, What: "report"})
+	f, err := safefile.Open(path, safefile.Rules{Limit: MaxReportBytes, What: "report"})
+	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading report: %w", err)
 	}
@@ -88,6 +113,18 @@ func ReadFile(path string) (*Report, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rep, nil
+}
+
+// readAtMost reads r whole, or refuses it past max bytes.
+func readAtMost(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: %w", ErrNotReport, tooLarge())
+	}
+	return data, nil
 }
 
 // PositionError is a JSON error at a place in the input: a syntax error,

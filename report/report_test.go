@@ -130,7 +130,7 @@ func TestDecode(t *testing.T) {
 		want     error // nil: decodes
 	}{
 		{name: "report", in: string(good)},
-		{name: "unknown fields are fine", in: withExtra},
+		{name: "an unknown field", in: withExtra, want: ErrInvalidReport},
 		{name: "not JSON", in: "runs: {}", want: ErrNotReport},
 		{name: "other JSON", in: `{"name": "x"}`, want: ErrNotReport},
 		{name: "array", in: `[1, 2]`, want: ErrNotReport},

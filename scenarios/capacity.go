@@ -155,6 +155,7 @@ func checkCapacity(e *errs, p *Phase, path string) {
 	checkCapacityBounds(e, c, path)
 	checkCapacityBudget(e, c, path)
 	checkCapacityProbe(e, &c.Probe, path)
+	checkFirstProbeFits(e, c, path)
 	checkCapacityObjectives(e, p, path)
 	checkCapacityTraffic(e, p, path)
 }
@@ -231,6 +232,42 @@ func checkCapacityProbe(e *errs, pr *Probe, path string) {
 	if h := pr.Hold; h != nil && h.Duration != 0 && h.Duration < pr.Duration.Duration {
 		e.add(pr.At("hold"), "%s.capacity.probe.hold: a hold shorter than a probe's window (%s) confirms nothing; give at least %s, or 0s for no hold", path, pr.Duration.Duration, pr.Duration.Duration)
 	}
+}
+
+// checkFirstProbeFits refuses a search whose first probe could not start:
+// the engine starts a probe only when its estimated length (warm-up and
+// twice the window, live.probeLength) fits the budget, so such a search
+// would run no probe at all and end "within budget" with nothing found.
+// By rate the window stretches until min_requests are sent at the
+// probe's rate, which is what makes min_requests: 1e9 run nothing.
+func checkFirstProbeFits(e *errs, c *Capacity, path string) {
+	pr := &c.Probe
+	if c.Budget.Duration <= 0 || c.Start <= 0 || pr.MinRequests < 1 {
+		return // reported on their own
+	}
+	window := pr.Duration.Duration.Seconds()
+	stretched := false
+	if c.By == "rate" {
+		if need := float64(pr.MinRequests) / c.Start; need > window {
+			window, stretched = need, true
+		}
+	}
+	length := pr.Warmup.Duration.Seconds() + 2*window
+	budget := c.Budget.Duration.Seconds()
+	if length <= budget {
+		return
+	}
+	if stretched {
+		e.add(pr.At("min_requests"), "%s.capacity.probe.min_requests: %d requests at the first probe's rate (%v/s) take a window of %.4gs, and a probe (warm-up + 2 × window = %.4gs) does not fit the budget (%s): the search would run no probe; lower min_requests, raise start, or raise capacity.budget",
+			path, pr.MinRequests, c.Start, window, length, c.Budget.Duration)
+		return
+	}
+	at := pr.At("duration")
+	if !pr.Has("duration") {
+		at = c.At("budget")
+	}
+	e.add(at, "%s.capacity.probe: a probe (warm-up %s + 2 × duration %s = %.4gs) does not fit the budget (%s): the search would run no probe; shorten the probe or raise capacity.budget",
+		path, pr.Warmup.Duration, pr.Duration.Duration, length, c.Budget.Duration)
 }
 
 // checkCapacityObjectives checks that there are objectives and that each

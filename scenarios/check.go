@@ -465,6 +465,7 @@ func checkLivePhase(d *decoder, kind phaseKind, p *Phase) {
 		}
 	}
 	kind.check(d, p, path)
+	checkRequestBounds(e, p, path)
 	checkPhaseSizes(e, p, path)
 	checkFixedPrompt(d, p, path)
 	checkDataset(d, p, path)

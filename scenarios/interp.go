@@ -21,6 +21,85 @@ type interp struct {
 	// pending are the vars declared below the one being defined, so a
 	// forward reference is told apart from a misspelt one.
 	pending map[string]bool
+	// budget bounds what var references expand to; shared by both passes.
+	budget *expansion
+	// depth is how deep the var being defined nests other vars (1: it
+	// uses none), raised by each reference it makes.
+	depth int
+}
+
+// MaxVarExpansionBytes bounds the text var references expand to, in all:
+// each reference costs the size of the value it copies (its text, and
+// nodeCost bytes per node of a list or mapping). Without it 40 vars that
+// each double the one above reach terabytes from a file of 2 KB.
+const MaxVarExpansionBytes = 16 << 20
+
+// MaxVarDepth bounds how deep vars nest: a var using one that uses
+// another is 3 deep. A chain of 20,000 vars each adding a character to
+// the one above is quadratic in time and memory.
+const MaxVarDepth = 64
+
+// nodeCost is what one node of a copied value counts towards
+// MaxVarExpansionBytes besides its text: a node is a few hundred bytes
+// in memory and a line of the effective scenario.
+const nodeCost = 128
+
+// expansion is the account of var expansion during one load.
+type expansion struct {
+	spent int
+	// over: a reference has passed a bound since it was last cleared.
+	over bool
+	// vars are the size and depth of each var defined so far.
+	vars map[string]varCost
+}
+
+type varCost struct {
+	size, depth int
+	// over: the var's own value passed a bound (reported there), so a
+	// reference to it fails without another message.
+	over bool
+}
+
+// charge accounts for one reference to vars.name; it reports through errf
+// and returns false when the reference would pass a bound.
+func (in *interp) charge(name string, errf func(string, ...any)) bool {
+	b := in.budget
+	if b == nil {
+		return true
+	}
+	c := b.vars[name]
+	if c.over {
+		b.over = true
+		return false
+	}
+	if in.pending != nil && c.depth+1 > MaxVarDepth {
+		errf("${vars.%s}: vars nest more than %d deep here (vars.%s is %d deep); at most %d: define the value directly instead of through a chain of vars",
+			name, MaxVarDepth, name, c.depth, MaxVarDepth)
+		b.over = true
+		return false
+	}
+	if c.size > MaxVarExpansionBytes-b.spent {
+		errf("${vars.%s}: expanding it (%d bytes) would take var expansion past %d MiB in all (%d bytes so far); at most %d MiB: a large var referenced in many places, or vars that double each other, expand beyond what any scenario needs",
+			name, c.size, MaxVarExpansionBytes>>20, b.spent, MaxVarExpansionBytes>>20)
+		b.over = true
+		return false
+	}
+	b.spent += c.size
+	in.depth = max(in.depth, c.depth+1)
+	return true
+}
+
+// sizeOf is the cost of n as a copied value. Every node under n was
+// charged when it was copied in, so walking it is bounded too.
+func sizeOf(n *yaml.Node) int {
+	if n == nil {
+		return 0
+	}
+	size := nodeCost + len(n.Value)
+	for _, c := range n.Content {
+		size += sizeOf(c)
+	}
+	return size
 }
 
 type ref struct {
@@ -85,6 +164,7 @@ func (in *interp) walk(n *yaml.Node) {
 		}
 	case yaml.MappingNode:
 		for i := 1; i < len(n.Content); i += 2 {
+			in.key(n.Content[i-1])
 			in.walk(n.Content[i])
 		}
 	case yaml.ScalarNode:
@@ -92,6 +172,16 @@ func (in *interp) walk(n *yaml.Node) {
 			in.scalar(n)
 		}
 	}
+}
+
+// key refuses a reference in a mapping key: keys are not expanded, so it
+// would stay as written and name a target, phase or header "${vars.x}".
+// Told once, in the first pass.
+func (in *interp) key(k *yaml.Node) {
+	if in.final || k.Kind != yaml.ScalarNode || !strings.Contains(strings.ReplaceAll(k.Value, "$${", ""), "${") {
+		return
+	}
+	in.d.errorf(k, "mapping key %q: ${...} is not expanded in a key (a key is a name, not a value); write the name itself, or $${ for a literal ${", k.Value)
 }
 
 func (in *interp) scalar(n *yaml.Node) {
@@ -184,6 +274,9 @@ func (in *interp) resolve(r ref, errf func(string, ...any)) (*string, *yaml.Node
 	switch r.ns {
 	case "vars":
 		if v, ok := in.vars[r.name]; ok {
+			if !in.charge(r.name, errf) {
+				return nil, nil, false
+			}
 			return nil, v, true
 		}
 		if r.def != nil {
@@ -266,13 +359,21 @@ func (in *interp) defineVars(n *yaml.Node) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		delete(in.pending, k.Value)
+		in.key(k)
 		if _, dup := in.vars[k.Value]; dup {
 			in.d.errorf(k, "vars: duplicate variable %q", k.Value)
 			continue
 		}
+		in.depth = 1
+		if in.budget != nil {
+			in.budget.over = false
+		}
 		in.walk(v)
 		in.vars[k.Value] = v
 		in.order = append(in.order, k.Value)
+		if b := in.budget; b != nil {
+			b.vars[k.Value] = varCost{size: sizeOf(v), depth: in.depth, over: b.over}
+		}
 	}
 }
 

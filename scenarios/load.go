@@ -168,7 +168,7 @@ func applyOverrides(d *decoder, root *yaml.Node, opts Options) {
 // interpolateVars defines the scenario's vars and interpolates the rest of
 // the tree once, before the matrix is expanded.
 func interpolateVars(d *decoder, root *yaml.Node, env func(string) (string, bool)) *interp {
-	in := &interp{d: d, vars: map[string]*yaml.Node{}, env: env}
+	in := &interp{d: d, vars: map[string]*yaml.Node{}, env: env, budget: &expansion{vars: map[string]varCost{}}}
 	varsNode := mapValue(root, "vars")
 	in.defineVars(varsNode)
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -200,7 +200,7 @@ func expandRuns(d *decoder, sc *Scenario, root *yaml.Node, in *interp, axes []Ma
 	e, env := d.errs, in.env
 	for ci, combo := range combinations(axes) {
 		n := cloneNode(root)
-		fin := &interp{d: d, vars: in.vars, order: in.order, env: env, matrix: map[string]string{}, final: true}
+		fin := &interp{d: d, vars: in.vars, order: in.order, env: env, matrix: map[string]string{}, final: true, budget: in.budget}
 		for _, p := range combo {
 			fin.matrix[p.Key] = p.Value
 		}

@@ -17,8 +17,15 @@ var (
 
 // checkPrefill: a prefill phase sends a list of prompt sizes.
 func checkPrefill(e *errs, p *Phase, path string) {
-	if len(p.PromptTokens) == 0 {
-		e.add(p.Pos, "%s: a prefill phase needs prompt_tokens, e.g. [512, 1024, 2048, 4096]", path)
+	// One size or a list of sizes (IntList), as the schema says. Written
+	// but empty (or not a size), the message is at the key; a decode error
+	// already there is the one kept.
+	switch {
+	case len(p.PromptTokens) > 0:
+	case p.Has("prompt_tokens"):
+		e.add(p.At("prompt_tokens"), "%s.prompt_tokens: give one size (256) or a non-empty list of sizes ([512, 1024, 2048, 4096])", path)
+	default:
+		e.add(p.Pos, "%s: a prefill phase needs prompt_tokens: one size (256) or a list of sizes, e.g. [512, 1024, 2048, 4096]", path)
 	}
 	defMax(p, 1)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -40,6 +41,9 @@ type Problem struct {
 	// Keyword is the schema keyword that failed (type, required,
 	// additionalProperties, …).
 	Keyword string
+	// Properties are, for additionalProperties, the keys the schema does
+	// not allow, so a reader can name each by its own path.
+	Properties []string
 }
 
 func (p Problem) String() string { return "/" + strings.Join(p.Path, "/") + ": " + p.Message }
@@ -93,7 +97,11 @@ func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, er
 			if k := e.ErrorKind.KeywordPath(); len(k) > 0 {
 				kw = k[len(k)-1]
 			}
-			out = append(out, Problem{Path: e.InstanceLocation, Message: e.ErrorKind.LocalizedString(p), Keyword: kw})
+			pr := Problem{Path: e.InstanceLocation, Message: e.ErrorKind.LocalizedString(p), Keyword: kw}
+			if ap, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+				pr.Properties = ap.Properties
+			}
+			out = append(out, pr)
 			return
 		}
 		for _, c := range e.Causes {

@@ -31,7 +31,13 @@ func addBaselineFlags(fs *pflag.FlagSet, path *string, allowAny, require, accept
 // nightly job, before any baseline was published), is no baseline: gates
 // that read it are skipped, unless require makes that an error. A file
 // that is there and is not a tollgate report is always an error.
-func openBaseline(path string, require bool, stderr io.Writer) (*report.Report, map[string]any, error) {
+//
+// --baseline-any without --baseline is refused: it says which baseline to
+// accept, and alone it would silently accept nothing.
+func openBaseline(path string, require, allowAny bool, stderr io.Writer) (*report.Report, map[string]any, error) {
+	if path == "" && allowAny {
+		return nil, nil, errors.New("--baseline-any accepts a baseline from another scenario, model or host, and none is given: add --baseline OLD.json, or drop --baseline-any")
+	}
 	if path == "" {
 		if require {
 			return nil, nil, fmt.Errorf("--require-baseline: %w: give --baseline OLD.json", errNoBaseline)

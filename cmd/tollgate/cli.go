@@ -432,7 +432,7 @@ func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, erro
 	}
 	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns, allowOutside: o.allowOutside}
 	var err error
-	if r.base, r.baseEnv, err = openBaseline(o.baseline, o.requireBaseline, stderr); err != nil {
+	if r.base, r.baseEnv, err = openBaseline(o.baseline, o.requireBaseline, o.baselineAny, stderr); err != nil {
 		return nil, invalid(err)
 	}
 	if r.shard, err = o.shard.resolve(os.LookupEnv, stderr); err != nil {

@@ -75,7 +75,7 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 		return invalid(fmt.Errorf("%s is shard %d of %d of a sharded run: merge the shards first (tollgate merge SHARD.json... --json-out merged.json) and judge the merge",
 			reportPath, rep.Shard.Index, rep.Shard.Count))
 	}
-	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, stderr)
+	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, o.baselineAny, stderr)
 	if err != nil {
 		return invalid(err)
 	}

@@ -19,7 +19,37 @@ import (
 // result shaped like the real one (a 1-token answer has no decode interval,
 // a non-streamed one no first token), so the keys a gate may read are
 // exactly the keys a real run fills.
+//
+// Counts of requests (repeat, a warmup's requests) are capped at
+// shapeRequests: the keys of a report do not grow with how many requests
+// fill them, and a repeat of a million would otherwise be a million
+// placeholder requests, and samples, at load.
 func Shape(run *scenarios.Run, samples bool, protocol Protocol) *report.Run {
+	return shape(capCounts(run, shapeRequests), samples, protocol)
+}
+
+// shapeRequests is the most requests of one count a shape sends. No key
+// depends on a count today; a few leave a margin should one come to need
+// several requests, and TestShapeCountsCapped checks that more add none.
+const shapeRequests = 3
+
+// capCounts is run with every phase's request counts at most n; the
+// phases are copies, so the run itself is left as loaded.
+func capCounts(run *scenarios.Run, n int) *scenarios.Run {
+	c := *run
+	c.Phases = make([]*scenarios.Phase, len(run.Phases))
+	for i, p := range run.Phases {
+		q := *p
+		q.Repeat = min(q.Repeat, n)
+		if q.Requests.List == nil {
+			q.Requests.Count = min(q.Requests.Count, n)
+		}
+		c.Phases[i] = &q
+	}
+	return &c
+}
+
+func shape(run *scenarios.Run, samples bool, protocol Protocol) *report.Run {
 	cfg := run.Target.OpenAI
 	one := 1.0
 	out := &report.Run{Phases: map[string]*report.Phase{}, PhaseOrder: []string{}}

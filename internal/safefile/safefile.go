@@ -27,7 +27,7 @@ import (
 const (
 	MaxScenarioBytes = 1 << 20
 	MaxDataBytes     = 1 << 30
-	MaxReportBytes   = 1 << 30
+	MaxReportBytes   = 512 << 20
 	MaxCAFileBytes   = 16 << 20
 )
 

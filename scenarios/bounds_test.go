@@ -1,0 +1,117 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// loadWithin loads src from a file in a temporary folder, failing the test
+// rather than hanging should loading stop being bounded.
+func loadWithin(t *testing.T, src string) (path string, sc *Scenario, err error) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type result struct {
+		sc  *Scenario
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sc, err := Load(path, Options{LookupEnv: noEnv})
+		done <- result{sc, err}
+	}()
+	select {
+	case r := <-done:
+		return path, r.sc, r.err
+	case <-ctx.Done():
+		t.Fatalf("loading did not finish in 2 minutes")
+		return path, nil, nil
+	}
+}
+
+// chain is a vars mapping of n vars, var i given by value(i).
+func chain(n int, first string, value func(i int) string) string {
+	var b strings.Builder
+	b.WriteString("vars:\n  v0: " + first + "\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "  v%d: %s\n", i, value(i))
+	}
+	return b.String()
+}
+
+// Every count and every expansion the loader does is bounded, and a value
+// past a bound is refused at its key with the bound and why.
+func TestLoadBounds(t *testing.T) {
+	const decode = "phases:\n  decode: {prompt_tokens: 16, max_tokens: 4, repeat: %s}\n"
+	for _, tc := range []struct {
+		name, src string
+		want      string // "" loads; else the error names file:line:col (the path's) and this
+	}{
+		{name: "a million repetitions load", src: fmt.Sprintf(decode, "1000000")},
+		{name: "the bound itself loads", src: fmt.Sprintf(decode, "1000000000")},
+		{name: "repeat past the bound", src: fmt.Sprintf(decode, "1000000001"),
+			want: ":2:54: phases.decode.repeat: 1000000001 repetitions is over the bound of 1000000000 requests"},
+		{name: "repeat of the largest integer", src: fmt.Sprintf(decode, "9223372036854775807"),
+			want: ":2:54: phases.decode.repeat: 9223372036854775807 repetitions"},
+		{name: "repeat times sizes", src: "phases:\n  prefill: {prompt_tokens: [16, 32], repeat: 600000000}\n",
+			want: ":2:46: phases.prefill.repeat: 600000000 repetitions × 2 requests each is over the bound"},
+		{name: "a load phase's requests", src: "phases:\n  l: {kind: load, concurrency: 4, requests: 9223372036854775807}\n",
+			want: ":2:45: phases.l.requests: 9223372036854775807 requests is over the bound"},
+		{name: "a warmup's requests", src: "phases:\n  warmup: {requests: 5000000000}\n",
+			want: ":2:22: phases.warmup.requests: 5000000000 requests"},
+		{name: "sessions times turns", src: "phases:\n  chat: {kind: sessions, sessions: 200000000, turns: 10}\n",
+			want: ":2:36: phases.chat.sessions: 200000000 sessions × 10 requests each"},
+		{name: "a capacity probe that cannot start", src: "phases:\n  c:\n    kind: capacity\n    capacity: {min: 1, max: 64, objectives: [\"ttft_ms.p99 <= 500\"], probe: {min_requests: 1000000000}}\n",
+			want: ":4:91: phases.c.capacity.probe.min_requests: 1000000000 requests at the first probe's rate (1/s)"},
+		{name: "a probe longer than the budget", src: "phases:\n  c:\n    kind: capacity\n    capacity: {min: 60, max: 64, budget: 10s, objectives: [\"ttft_ms.p99 <= 500\"], probe: {duration: 20s}}\n",
+			want: ":4:101: phases.c.capacity.probe: a probe (warm-up 1s + 2 × duration 20s = 41s) does not fit the budget (10s)"},
+		{name: "a prefill of one size loads", src: "phases:\n  prefill: {prompt_tokens: 256}\n"},
+		{name: "a prefill of no sizes", src: "phases:\n  prefill: {prompt_tokens: []}\n",
+			want: ":2:28: phases.prefill.prompt_tokens: give one size (256) or a non-empty list of sizes"},
+		{name: "a reference in a target's name", src: "vars: {k: x}\ntargets:\n  ${vars.k}: {kind: openai, base_url: \"http://127.0.0.1:1\"}\nphases:\n  decode: {}\n",
+			want: `:3:3: mapping key "${vars.k}": ${...} is not expanded in a key`},
+		{name: "a reference in a header's name", src: "targets:\n  t:\n    kind: openai\n    base_url: \"http://127.0.0.1:1\"\n    headers:\n      X-${env.H}: v\nphases:\n  decode: {}\n",
+			want: `:6:7: mapping key "X-${env.H}"`},
+		{name: "a reference in a var's name", src: "vars:\n  ${env.X}: 1\nphases:\n  decode: {}\n",
+			want: `:2:3: mapping key "${env.X}"`},
+		{name: "vars chained 64 deep load", src: chain(64, "x", func(i int) string { return fmt.Sprintf("${vars.v%d}x", i-1) }) + "name: ${vars.v63}\nphases:\n  decode: {}\n"},
+		{name: "20,000 chained vars", src: chain(20000, "x", func(i int) string { return fmt.Sprintf("${vars.v%d}x", i-1) }) + "name: ${vars.v19999}\nphases:\n  decode: {}\n",
+			want: ":66:8: ${vars.v63}: vars nest more than 64 deep here"},
+		{name: "20,000 nested lists", src: chain(20000, "x", func(i int) string { return fmt.Sprintf("[\"${vars.v%d}\"]", i-1) }) + "phases:\n  decode: {}\n",
+			want: ":66:9: ${vars.v63}: vars nest more than 64 deep"},
+		{name: "vars that double", src: chain(40, "xxxxxxxxxxxxxxxx", func(i int) string { return fmt.Sprintf("${vars.v%d}${vars.v%d}", i-1, i-1) }) + "phases:\n  decode: {}\n",
+			want: "would take var expansion past 16 MiB in all"},
+		{name: "lists that double", src: chain(40, "x", func(i int) string { return fmt.Sprintf("[\"${vars.v%d}\", \"${vars.v%d}\"]", i-1, i-1) }) + "phases:\n  decode: {}\n",
+			want: "would take var expansion past 16 MiB in all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, _, err := loadWithin(t, tc.src)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want := tc.want
+			if strings.HasPrefix(want, ":") {
+				want = path + want
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("errors:\n%v\nwant one containing %q", err, want)
+			}
+			// One bound, one message: a refused var does not refuse every var after it.
+			if n := strings.Count(err.Error(), "\n"); n > 2 {
+				t.Errorf("%d lines of errors; want the one that names the bound:\n%v", n+1, err)
+			}
+		})
+	}
+}
