@@ -3,6 +3,7 @@ package gates
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
@@ -70,7 +71,7 @@ func worstChange(res *compare.Result, d compare.Decision) any {
 			continue
 		}
 		c := res.Tested[i].ChangePct
-		if worst == nil || abs(c) > abs(*worst) {
+		if worst == nil || math.Abs(c) > math.Abs(*worst) {
 			worst = &c
 		}
 	}
@@ -78,13 +79,6 @@ func worstChange(res *compare.Result, d compare.Decision) any {
 		return nil
 	}
 	return *worst
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // maxReasons bounds the slices a gate's message spells out: the report's
