@@ -3,9 +3,9 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/load"
@@ -16,30 +16,17 @@ import (
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
-// probeRun is one probe in progress: its requests as saturation sees
-// them, the fold of its window, each objective's values for its interval,
-// and whether saturation cut it short.
+// probeRun is one probe in progress: what it is judged by, the fold of
+// its window, each objective's values for its interval, and the signals
+// that cut it short (nil: none).
 type probeRun struct {
-	r                  *runner
-	p                  *scenarios.Phase
-	c                  *scenarios.Capacity
-	prompts            func(int) measure.Request
-	base               int
-	v                  float64
-	warm, win          time.Duration
-	openLoop, shape    bool
-	pt                 *fold.Point
-	jobCtx             context.Context
-	stopSending, abort context.CancelFunc
-
-	mu         sync.Mutex
-	recs       []record
-	start      time.Time
-	unfinished int
-	cancelled  int         // warm-up included: what the server may still be working on
-	vals       [][]float64 // per objective: the window's values
-	cut        chan struct{}
-	cutSignals []string
+	c               *scenarios.Capacity
+	p               *scenarios.Phase
+	warm, win       time.Duration
+	openLoop, shape bool
+	pt              *fold.Point
+	vals            [][]float64 // per objective: the window's values
+	cut             []string
 }
 
 // probeOutcome is what the search needs of a probe beyond its report: the
@@ -50,6 +37,9 @@ type probeOutcome struct {
 	cancelled int
 }
 
+// errCut stops a probe that saturated.
+var errCut = errors.New("saturated")
+
 // probe holds the load at v for a warm-up and a window of win and judges
 // it. Requests sent in the warm-up are discarded; those sent in
 // the window are measured, and given until one more window (at least 2 s)
@@ -59,8 +49,8 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 	c := &p.Capacity
 	pr := &report.CapacityProbe{Value: v, Objectives: []report.ObjectiveValue{}, Reasons: []string{}, Saturation: []string{}}
 	_, shape := r.send.(*shapeSender)
-	pc := &probeRun{r: r, p: p, c: c, prompts: prompts, base: base, v: v, warm: c.Probe.Warmup.Duration, win: win,
-		openLoop: c.By == "rate", shape: shape, cut: make(chan struct{}), vals: make([][]float64, len(c.Objectives)),
+	pc := &probeRun{c: c, p: p, warm: c.Probe.Warmup.Duration, win: win, openLoop: c.By == "rate", shape: shape,
+		vals: make([][]float64, len(c.Objectives)),
 		// Probes are not shards' figures: no histograms kept.
 		pt: fold.NewPoint(fold.Options{PromptTolerance: transport.CalibrationTolerance}, p.SLO.Limits)}
 	if shape {
@@ -77,105 +67,42 @@ func (r *runner) probe(ctx context.Context, p *scenarios.Phase, prompts func(int
 	} else {
 		plan.Concurrency = int(v)
 	}
-	pctx, stopSending := context.WithCancel(ctx)
-	jobCtx, cancelJobs := context.WithCancel(r.hard)
-	defer stopSending()
-	defer cancelJobs()
-	pc.jobCtx, pc.stopSending, pc.abort = jobCtx, stopSending, cancelJobs
-	timer := time.AfterFunc(pc.warm+win+max(win, 2*time.Second), cancelJobs)
-	defer timer.Stop()
-	watchDone := make(chan struct{})
-	go pc.watch(pctx, watchDone)
-	res := r.send.execute(pctx, plan, pc.job)
-	stopSending()
-	<-watchDone
-	return pc.judge(pr, res)
+	d := r.drive(ctx, p.Name, point{plan: plan, label: fmt.Sprintf("probe %g", v), pt: pc.pt,
+		request:  func(i int) (measure.Request, bool) { return prompts(base + i), true },
+		recorded: pc.recorded, warmup: pc.warm, deadline: pc.warm + win + max(win, 2*time.Second), watch: pc.watch})
+	return pc.judge(pr, d)
 }
 
 // watch cuts the probe short when it saturates, from half its window on.
-func (pc *probeRun) watch(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	if pc.shape {
-		return
+func (pc *probeRun) watch(now, first time.Time, recs []record) error {
+	if pc.shape || first.IsZero() || now.Sub(first) < pc.warm+pc.win/2 {
+		return nil
 	}
-	tk := time.NewTicker(200 * time.Millisecond)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-tk.C:
-			pc.mu.Lock()
-			if pc.start.IsZero() || now.Sub(pc.start) < pc.warm+pc.win/2 {
-				pc.mu.Unlock()
-				continue
-			}
-			sig, sat := saturation(pc.recs, pc.start.Add(pc.warm), now, now, pc.openLoop)
-			if sat {
-				pc.cutSignals = sig
-			}
-			pc.mu.Unlock()
-			if sat {
-				close(pc.cut)
-				pc.stopSending()
-				pc.abort()
-				return
-			}
-		}
+	sig, sat := saturation(recs, first.Add(pc.warm), now, now, pc.openLoop)
+	if !sat {
+		return nil
 	}
+	pc.cut = sig
+	return errCut
 }
 
-// job sends request i of the probe and records it.
-func (pc *probeRun) job(_ context.Context, i int, scheduled, sent time.Time) {
-	pc.mu.Lock()
-	if pc.start.IsZero() {
-		pc.start = scheduled
-	}
-	measured := !sent.Before(pc.start.Add(pc.warm))
-	k := len(pc.recs)
-	pc.recs = append(pc.recs, record{scheduled: scheduled, sent: sent})
-	pc.mu.Unlock()
-	out, _ := pc.r.stream(pc.jobCtx, pc.prompts(pc.base+i))
-	end := time.Now()
-	if pc.shape {
-		end = sent.Add(time.Millisecond)
-	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	// Cancelled by the search (cut short, or the drain after the window
-	// ran out): not the server's error, never an error of the probe.
-	canceled := canceledByUs(out, pc.jobCtx.Err())
-	if canceled {
-		pc.cancelled++
-	} else {
-		pc.recs[k].end, pc.recs[k].ttftMS, pc.recs[k].ok = end, out.TTFTMS, out.Err == nil
-	}
-	if !measured {
-		return
-	}
-	if canceled {
-		pc.unfinished++
-		return
-	}
-	smp := sampleOf(out, 0, pc.p.Name, "", i, 0)
-	start, written := sendTimes(out, sent)
-	pc.pt.Add(fold.Request{Sample: &smp, Name: requestName(pc.p.Name, fmt.Sprintf("probe %g", pc.v), i), Scheduled: scheduled, Start: start, Written: written, End: end})
+// recorded keeps a measured request's values of each objective.
+func (pc *probeRun) recorded(d done, _ bool) error {
 	for j, o := range pc.c.Objectives {
-		pc.vals[j] = append(pc.vals[j], objectiveSamples(o, &smp, scheduled, written)...)
+		pc.vals[j] = append(pc.vals[j], objectiveSamples(o, d.sample, d.scheduled, d.written)...)
 	}
+	return nil
 }
 
 // judge closes the probe's window and gives its verdict.
-func (pc *probeRun) judge(pr *report.CapacityProbe, res load.Result) (*report.CapacityProbe, probeOutcome) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	start := pc.start
+func (pc *probeRun) judge(pr *report.CapacityProbe, d driven) (*report.CapacityProbe, probeOutcome) {
+	start := d.first
 	if start.IsZero() {
-		start = res.Start
+		start = d.res.Start
 	}
 	from, to := start.Add(pc.warm), start.Add(pc.warm+pc.win)
-	end := res.End
-	if pc.cutSignals != nil {
+	end := d.res.End
+	if pc.cut != nil {
 		pr.CutShort = true
 		to = end
 	}
@@ -185,10 +112,10 @@ func (pc *probeRun) judge(pr *report.CapacityProbe, res load.Result) (*report.Ca
 	pr.DurationS = to.Sub(from).Seconds()
 	lp := pc.pt.Close(false)
 	m := lp.ServingMetrics
-	pr.Requests, pr.Succeeded, pr.Unfinished = m.Requests+pc.unfinished, m.Succeeded, pc.unfinished
+	pr.Requests, pr.Succeeded, pr.Unfinished = m.Requests+d.unfinished, m.Succeeded, d.unfinished
 	if secs := to.Sub(from).Seconds(); secs > 0 {
 		served := 0
-		for _, rc := range pc.recs {
+		for _, rc := range d.recs {
 			if !rc.end.IsZero() && !rc.end.Before(from) && rc.end.Before(to) && rc.ok {
 				served++
 			}
@@ -196,13 +123,13 @@ func (pc *probeRun) judge(pr *report.CapacityProbe, res load.Result) (*report.Ca
 		pr.AchievedRatePerS = report.F(float64(pr.Requests) / secs)
 		pr.ServedPerS = report.F(float64(served) / secs)
 	}
-	sig, sat := pc.cutSignals, pc.cutSignals != nil
+	sig, sat := pc.cut, pc.cut != nil
 	if !sat {
-		sig, sat = saturation(pc.recs, from, to, end, pc.openLoop)
+		sig, sat = saturation(d.recs, from, to, end, pc.openLoop)
 	}
 	pr.Saturation = append(pr.Saturation, sig...)
-	judgeProbe(pc.c, pr, probeFigures{m: m, queue: lp.QueueMS, good: pc.pt.Good(), unfinished: pc.unfinished, vals: pc.vals, minRequests: minRequests(pc.c, pc.p.Arrival)}, sat, sig, pc.shape)
-	o := probeOutcome{cancelled: pc.cancelled}
+	judgeProbe(pc.c, pr, probeFigures{m: m, queue: lp.QueueMS, good: pc.pt.Good(), unfinished: d.unfinished, vals: pc.vals, minRequests: minRequests(pc.c, pc.p.Arrival)}, sat, sig, pc.shape)
+	o := probeOutcome{cancelled: d.cancelled}
 	if m.E2EMS.P50 != nil {
 		o.e2eS = *m.E2EMS.P50 / 1000
 	}

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,13 +33,30 @@ type point struct {
 	// A non-nil error stops the point: no more sends, requests in flight
 	// cancelled.
 	recorded func(d done, spent bool) error
+	// warmup: requests sent this soon after the first was scheduled are
+	// sent and watched but neither recorded nor passed to recorded (0:
+	// none).
+	warmup time.Duration
+	// deadline: requests still in flight this long after the start are
+	// cancelled, not recorded, and counted in driven (0: none).
+	deadline time.Duration
+	// watch, when set, keeps every request as saturation sees it from its
+	// send on, warm-up included (driven.recs), and runs every 200 ms with a
+	// copy of them and the first request's scheduled time (zero: none
+	// yet); a non-nil error stops the point as recorded's does. A copy, so
+	// requests do not wait on the judgment; a ticker, since completions
+	// alone would miss a server that stops answering.
+	watch func(now, first time.Time, recs []record) error
 }
 
 // done is one finished request of a point.
 type done struct {
 	i                    int
 	out                  measure.Result
+	sample               *report.RequestSample
 	scheduled, sent, end time.Time
+	// written is when its first byte was written (zero: never).
+	written time.Time
 }
 
 // driven is what drive did.
@@ -47,13 +65,22 @@ type driven struct {
 	stopErr error
 	// ran is the jobs that returned having sent.
 	ran int
+	// first is the first request's scheduled time (zero: none sent);
+	// recs are what watch saw (nil without one).
+	first time.Time
+	recs  []record
+	// cancelled are the requests the run cancelled, warm-up included (what
+	// the server may still be working on); unfinished those of them sent
+	// after it.
+	cancelled, unfinished int
 }
 
 // drive runs one point through the executor (open or closed loop) and does
 // the bookkeeping every scheduled kind shares: the progress line, the count
 // in flight and of connections held, requests cancelled by the run left
-// out, each request recorded into the phase and the point, the stop a
-// recorded callback asks for, and the point's sent count, window and peak.
+// out, each request recorded into the phase and the point (into the point
+// alone without a recorder), a warm-up left out, the stop a recorded or
+// watch callback asks for, and the point's sent count, window and peak.
 func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -74,6 +101,27 @@ func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 	if !s.plan.Start.IsZero() {
 		started = s.plan.Start
 	}
+	stop := func(err error) {
+		stopOnce.Do(func() {
+			out.stopErr = err
+			cancel()
+			cancelJobs()
+		})
+	}
+	if s.deadline > 0 {
+		t := time.AfterFunc(time.Until(started.Add(s.deadline)), cancelJobs)
+		defer t.Stop()
+	}
+	var watch func(time.Time) error
+	if s.watch != nil {
+		watch = func(now time.Time) error {
+			mu.Lock()
+			first, recs := out.first, slices.Clone(out.recs)
+			mu.Unlock()
+			return s.watch(now, first, recs)
+		}
+	}
+	watched := every(pctx, 200*time.Millisecond, watch, stop)
 	tick := r.progressTicker(pctx, func() Progress {
 		mu.Lock()
 		defer mu.Unlock()
@@ -100,6 +148,14 @@ func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 		}
 		mu.Lock()
 		inflight++
+		if out.first.IsZero() {
+			out.first = scheduled
+		}
+		measured := s.warmup == 0 || !sent.Before(out.first.Add(s.warmup))
+		k := len(out.recs)
+		if s.watch != nil {
+			out.recs = append(out.recs, record{scheduled: scheduled, sent: sent})
+		}
 		mu.Unlock()
 		res, retries := r.stream(jobCtx, req)
 		end := time.Now()
@@ -111,26 +167,45 @@ func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 		}
 		out.ran++
 		if canceledByUs(res, jobCtx.Err()) {
-			return // stopped by us or the user: not the server's error
+			// Stopped by us or the user: not the server's error, and to
+			// saturation still in flight.
+			out.cancelled++
+			if measured {
+				out.unfinished++
+			}
+			return
+		}
+		if s.watch != nil {
+			out.recs[k].end, out.recs[k].ttftMS, out.recs[k].ok = end, res.TTFTMS, res.Err == nil
+		}
+		if !measured {
+			return
 		}
 		start, written := sendTimes(res, sent)
 		e := entry{res: res, retries: retries, point: s.label, index: i, startMS: float64(sent.Sub(started).Microseconds()) / 1000}
-		_, spent := s.rec.record(e, func(smp *report.RequestSample, name string) {
+		add := func(smp *report.RequestSample, name string) {
 			s.pt.Add(fold.Request{Sample: smp, Name: name, Scheduled: scheduled, Start: start, Written: written, End: end})
-		})
+		}
+		var smp *report.RequestSample
+		spent := false
+		if s.rec != nil {
+			smp, spent = s.rec.record(e, add)
+		} else {
+			// A point of its own (a capacity probe): not the phase's.
+			v, name := e.sample(phase)
+			smp = &v
+			add(smp, name)
+		}
 		if s.recorded == nil {
 			return
 		}
-		if err := s.recorded(done{i: i, out: res, scheduled: scheduled, sent: sent, end: end}, spent); err != nil {
-			stopOnce.Do(func() {
-				out.stopErr = err
-				cancel()
-				cancelJobs()
-			})
+		if err := s.recorded(done{i: i, out: res, sample: smp, scheduled: scheduled, sent: sent, end: end, written: written}, spent); err != nil {
+			stop(err)
 		}
 	})
 	cancel()
 	cancelJobs()
+	<-watched
 	tick()
 	s.pt.Lag(out.res.DispatchLag)
 	// The executor's count stands only where no job ran (the shape).
@@ -139,6 +214,33 @@ func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 		s.pt.Peak(peakHeld)
 	}
 	return out
+}
+
+// every runs check every period until ctx ends or check asks for a stop;
+// the channel closes when it is done (at once for a nil check).
+func every(ctx context.Context, period time.Duration, check func(now time.Time) error, stop func(error)) <-chan struct{} {
+	done := make(chan struct{})
+	if check == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(period)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tk.C:
+				if err := check(now); err != nil {
+					stop(err)
+					return
+				}
+			}
+		}
+	}()
+	return done
 }
 
 // sendTimes are a request's send timestamp and first write; a client that

@@ -77,15 +77,20 @@ type entry struct {
 	name string
 }
 
+// sample is the request's sample in phase and its name in error examples.
+func (e entry) sample(phase string) (report.RequestSample, string) {
+	name := e.name
+	if name == "" {
+		name = requestName(phase, e.point, e.index)
+	}
+	return sampleOf(e.res, e.retries, phase, e.point, e.index, e.startMS), name
+}
+
 // record folds one request into the phase and into each of into (its
 // point, its turn), keeps and streams its sample, and reports whether the
 // error budget is now certainly spent (the caller stops the phase).
 func (rc *recorder) record(e entry, into ...func(*report.RequestSample, string)) (*report.RequestSample, bool) {
-	smp := sampleOf(e.res, e.retries, rc.p.Name, e.point, e.index, e.startMS)
-	name := e.name
-	if name == "" {
-		name = requestName(rc.p.Name, e.point, e.index)
-	}
+	smp, name := e.sample(rc.p.Name)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.all.Add(&smp, name)
