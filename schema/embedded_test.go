@@ -1,0 +1,240 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+)
+
+// The embedded schemas are compiled without the validator's meta-schema
+// check (see embeddedBase). This is the check they skip: the published
+// schemas and the lean ones compile under their published URLs against
+// the 2020-12 meta-schema.
+func TestSchemasMatchMetaSchema(t *testing.T) {
+	for _, s := range []struct {
+		url string
+		doc []byte
+	}{{ScenarioURL, scenarioJSON}, {ReportURL, reportJSON}, {ScenarioURL, scenarioLean}, {ReportURL, reportLean}} {
+		if _, err := compile(s.url, s.doc, false); err != nil {
+			t.Errorf("%s: %v", s.url, err)
+		}
+	}
+	bad := []byte(`{"$id": "https://tollgate.dev/schema/bad.json", "type": "object", "properties": {"a": {"type": "strin"}}}`)
+	if _, err := compile("https://tollgate.dev/schema/bad.json", bad, false); err == nil {
+		t.Error("a schema that breaks the meta-schema compiled")
+	}
+	if _, err := compile("https://tollgate.dev/schema/bad.json", bad, true); err != nil {
+		t.Errorf("the embedded compile checks the meta-schema after all (start-up pays for it again): %v", err)
+	}
+}
+
+// The embedded compile (of the lean schema) and the published one give
+// the same problems, in the same order, for every example scenario, the quickstart report, and
+// variants of them broken at each place in turn (an unknown key in each
+// mapping, a value of the wrong type at each leaf).
+func TestEmbeddedCompileAgrees(t *testing.T) {
+	for _, s := range []struct {
+		url       string
+		doc, lean []byte
+		docs      map[string]any
+	}{
+		{ScenarioURL, scenarioJSON, scenarioLean, exampleScenarios(t)},
+		{ReportURL, reportJSON, reportLean, quickstartReport(t)},
+	} {
+		full, err := compile(s.url, s.doc, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		embedded, err := compile(s.url, s.lean, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked, failing := 0, 0
+		for _, name := range sortedKeys(s.docs) {
+			for i, v := range variants(s.docs[name]) {
+				want, err := validate(func() (*jsonschema.Schema, error) { return full, nil }, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := validate(func() (*jsonschema.Schema, error) { return embedded, nil }, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(inOrder(got), inOrder(want)) {
+					t.Errorf("%s variant %d: embedded compile gives\n%v\nthe published one\n%v", name, i, got, want)
+				}
+				checked++
+				if len(want) > 0 {
+					failing++
+				}
+			}
+		}
+		if failing == 0 || failing == checked {
+			t.Errorf("%s: %d of %d documents fail: the corpus tests nothing", s.url, failing, checked)
+		}
+		t.Logf("%s: %d documents, %d with problems", s.url, checked, failing)
+	}
+}
+
+func exampleScenarios(t *testing.T) map[string]any {
+	t.Helper()
+	files, err := filepath.Glob("../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("examples: %v (%d files)", err, len(files))
+	}
+	out := map[string]any{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[filepath.Base(f)] = jsonShapes(t, v)
+	}
+	return out
+}
+
+func quickstartReport(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("testdata/quickstart.report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"quickstart.report.json": v}
+}
+
+// jsonShapes turns a YAML-decoded value into the JSON one (through JSON,
+// as the loader's values are JSON shapes).
+func jsonShapes(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// variants returns v itself and, for each mapping in v, a copy with an
+// unknown key added to it, and for each leaf, a copy with a value of
+// another type in its place (of arrays, the first two elements).
+func variants(v any) []any {
+	out := []any{v}
+	var walk func(path []any, x any)
+	walk = func(path []any, x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			out = append(out, replaced(v, path, func(old any) any {
+				m := clone(old).(map[string]any)
+				m["not_a_tollgate_key"] = 1.0
+				return m
+			}))
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(append(append([]any{}, path...), k), x[k])
+			}
+		case []any:
+			// The first two elements stand for the rest (a report's
+			// samples, a scenario's gates).
+			for i, e := range x[:min(len(x), 2)] {
+				walk(append(append([]any{}, path...), i), e)
+			}
+		default:
+			out = append(out, replaced(v, path, func(old any) any {
+				switch old.(type) {
+				case string:
+					return 12345.5
+				case float64:
+					return "not a number"
+				default:
+					return []any{"x"}
+				}
+			}))
+		}
+	}
+	walk(nil, v)
+	// At most some 200 of them, spread over the document: a report has
+	// thousands of leaves, and validating it is milliseconds.
+	if step := len(out) / 200; step > 1 {
+		var some []any
+		for i := 0; i < len(out); i += step {
+			some = append(some, out[i])
+		}
+		out = some
+	}
+	return out
+}
+
+// replaced is a deep copy of root with the value at path replaced by f's.
+func replaced(root any, path []any, f func(any) any) any {
+	if len(path) == 0 {
+		return f(root)
+	}
+	c := clone(root)
+	switch x := c.(type) {
+	case map[string]any:
+		k := path[0].(string)
+		x[k] = replaced(x[k], path[1:], f)
+	case []any:
+		i := path[0].(int)
+		x[i] = replaced(x[i], path[1:], f)
+	default:
+		panic(fmt.Sprintf("path %v into %T", path, c))
+	}
+	return c
+}
+
+// clone copies a value one level deep (replaced copies down its path).
+func clone(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = e
+		}
+		return m
+	case []any:
+		return append([]any{}, x...)
+	}
+	return v
+}
+
+var quoted = regexp.MustCompile(`'[^']*'`)
+
+// inOrder sorts the names an "additional properties" message lists: the
+// validator lists them in the instance map's order, which is Go's random
+// map order, so two validations of one document may differ there (the
+// loader's messages too; it is not the compile's doing).
+func inOrder(ps []Problem) []Problem {
+	out := make([]Problem, len(ps))
+	for i, p := range ps {
+		names := quoted.FindAllString(p.Message, -1)
+		sort.Strings(names)
+		j := 0
+		p.Message = quoted.ReplaceAllStringFunc(p.Message, func(string) string { j++; return names[j-1] })
+		out[i] = p
+	}
+	return out
+}
