@@ -16,13 +16,13 @@ import (
 
 // The embedded schemas are compiled without the validator's meta-schema
 // check (see embeddedBase). This is the check they skip: the published
-// schemas and the lean ones compile under their published URLs against
+// schemas and the lean and plain ones compile under their published URLs against
 // the 2020-12 meta-schema.
 func TestSchemasMatchMetaSchema(t *testing.T) {
 	for _, s := range []struct {
 		url string
 		doc []byte
-	}{{ScenarioURL, scenarioJSON}, {ReportURL, reportJSON}, {ScenarioURL, scenarioLean}, {ReportURL, reportLean}} {
+	}{{ScenarioURL, scenarioJSON}, {ReportURL, reportJSON}, {ScenarioURL, scenarioLean}, {ScenarioURL, scenarioPlain}, {ReportURL, reportLean}} {
 		if _, err := compile(s.url, s.doc, false); err != nil {
 			t.Errorf("%s: %v", s.url, err)
 		}
@@ -36,8 +36,9 @@ func TestSchemasMatchMetaSchema(t *testing.T) {
 	}
 }
 
-// The embedded compile (of the lean schema) and the published one give
-// the same problems, in the same order, for every example scenario, the quickstart report, and
+// The embedded compile (of the lean schema, and of the plain one for the
+// documents it is for) and the published one give the same problems, in
+// the same order, for every example scenario, the quickstart report, and
 // variants of them broken at each place in turn (an unknown key in each
 // mapping, a value of the wrong type at each leaf).
 func TestEmbeddedCompileAgrees(t *testing.T) {
@@ -47,6 +48,7 @@ func TestEmbeddedCompileAgrees(t *testing.T) {
 		docs      map[string]any
 	}{
 		{ScenarioURL, scenarioJSON, scenarioLean, exampleScenarios(t)},
+		{ScenarioURL, scenarioJSON, scenarioPlain, plainScenarios(t)},
 		{ReportURL, reportJSON, reportLean, quickstartReport(t)},
 	} {
 		full, err := compile(s.url, s.doc, false)
@@ -101,6 +103,18 @@ func exampleScenarios(t *testing.T) map[string]any {
 			t.Fatalf("%s: %v", f, err)
 		}
 		out[filepath.Base(f)] = jsonShapes(t, v)
+	}
+	return out
+}
+
+// plainScenarios are the example scenarios without include and profiles:
+// the documents scenario.plain.json is for.
+func plainScenarios(t *testing.T) map[string]any {
+	t.Helper()
+	out := exampleScenarios(t)
+	for _, v := range out {
+		delete(v.(map[string]any), "include")
+		delete(v.(map[string]any), "profiles")
 	}
 	return out
 }
@@ -237,4 +251,28 @@ func inOrder(ps []Problem) []Problem {
 		out[i] = p
 	}
 	return out
+}
+
+// ValidateScenario takes the plain schema only for a document with neither
+// include nor profiles.
+func TestPlainFor(t *testing.T) {
+	for _, tc := range []struct {
+		doc   string
+		plain bool
+	}{
+		{`{"phases": {"decode": {}}}`, true},
+		{`{"include": "b.yaml"}`, false},
+		{`{"include": null}`, false},
+		{`{"phases": {"decode": {}}, "profiles": {}}`, false},
+		{`[]`, false},
+		{`"x"`, false},
+	} {
+		v, err := jsonValue(tc.doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plainFor(v); got != tc.plain {
+			t.Errorf("%s: plain %v, want %v", tc.doc, got, tc.plain)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -36,6 +37,16 @@ var scenarioLean []byte
 
 //go:embed report.lean.json
 var reportLean []byte
+
+// scenarioPlain is the lean scenario schema for a document with neither
+// include nor profiles (most scenario files): the part_* definitions,
+// which only those two reach, are left out, and it compiles in half the
+// time. It validates such a document as the whole schema does
+// (plainScenario in lean_test.go derives it and says why;
+// TestEmbeddedCompileAgrees checks it).
+//
+//go:embed scenario.plain.json
+var scenarioPlain []byte
 
 // Published URLs; editors resolve them through the yaml-language-server comment.
 const (
@@ -128,14 +139,45 @@ func embeddedURL(url string) string { return embeddedBase + path.Base(url) }
 // schema is never changed after compilation and Validate is safe for
 // concurrent use, so these are constants that are built lazily, not state.
 var (
-	scenarioSchema = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ScenarioURL, scenarioLean, true) })
-	reportSchema   = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ReportURL, reportLean, true) })
+	scenarioSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+		defer scenarioCompiled.Store(true)
+		return compile(ScenarioURL, scenarioLean, true)
+	})
+	plainSchema  = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ScenarioURL, scenarioPlain, true) })
+	reportSchema = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ReportURL, reportLean, true) })
 )
+
+// scenarioCompiled says scenarioSchema has been compiled (for --set), so
+// that ValidateScenario need not compile plainSchema as well.
+var scenarioCompiled atomic.Bool
 
 // CompiledScenario is the scenario schema as the validator compiled it,
 // for callers that walk it (scenarios resolves --set paths through it).
 // It is shared and compiled once: callers read it and never change it.
 func CompiledScenario() (*jsonschema.Schema, error) { return scenarioSchema() }
+
+// scenarioFor is the compiled schema to validate v against: the plain one
+// for a document with neither include nor profiles (unless the whole one
+// is compiled already), else the whole. Both give the same problems for
+// such a document.
+func scenarioFor(v any) func() (*jsonschema.Schema, error) {
+	if plainFor(v) && !scenarioCompiled.Load() {
+		return plainSchema
+	}
+	return scenarioSchema
+}
+
+// plainFor says v is a document scenario.plain.json is for: a mapping
+// with neither include nor profiles.
+func plainFor(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, include := m["include"]
+	_, profiles := m["profiles"]
+	return !include && !profiles
+}
 
 func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, error) {
 	sch, err := compiled()
@@ -178,7 +220,7 @@ func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, er
 // ValidateScenario validates a decoded scenario document (JSON shapes).
 // A schema that fails to compile is a build defect; it is reported as a problem.
 func ValidateScenario(v any) []Problem {
-	out, err := validate(scenarioSchema, v)
+	out, err := validate(scenarioFor(v), v)
 	if err != nil {
 		return []Problem{{Message: "internal: " + err.Error()}}
 	}
