@@ -2,6 +2,7 @@ package gates
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -183,5 +184,34 @@ func TestCompileErrorExcerptIsBounded(t *testing.T) {
 	msg := problems[0].Error()
 	if len(msg) > 400 || !strings.Contains(msg, "…") || !strings.Contains(msg, "^") {
 		t.Errorf("%d bytes: %.400s", len(msg), msg)
+	}
+}
+
+// BaselineOf gives what BaselineEnv gives, sharing nothing with the env it
+// copies.
+func TestBaselineOfIsBaselineEnv(t *testing.T) {
+	sc, err := scenarios.Load("../examples/quickstart.yaml", scenarios.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := engine.Shape(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := Env(r, map[string]any{"x": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := BaselineEnv(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := BaselineOf(env)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("BaselineOf\n%v\nBaselineEnv\n%v", got, want)
+	}
+	got["runs"].(map[string]any)["embedded"].(map[string]any)["phases"] = nil
+	if env["runs"].(map[string]any)["embedded"].(map[string]any)["phases"] == nil {
+		t.Error("BaselineOf shares its maps with env")
 	}
 }

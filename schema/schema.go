@@ -6,9 +6,12 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"path"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -21,6 +24,29 @@ var scenarioJSON []byte
 
 //go:embed report.schema.json
 var reportJSON []byte
+
+// The lean schemas are the published ones without their annotations
+// (description, examples, …) and white space: what the validator
+// compiles, a fifth of the bytes (TestLeanSchemasAreDerived derives them;
+// TestEmbeddedCompileAgrees checks they validate as the published ones).
+//
+//go:generate go test . -run TestLeanSchemasAreDerived -update
+
+//go:embed scenario.lean.json
+var scenarioLean []byte
+
+//go:embed report.lean.json
+var reportLean []byte
+
+// scenarioPlain is the lean scenario schema for a document with neither
+// include nor profiles (most scenario files): the part_* definitions,
+// which only those two reach, are left out, and it compiles in half the
+// time. It validates such a document as the whole schema does
+// (plainScenario in lean_test.go derives it and says why;
+// TestEmbeddedCompileAgrees checks it).
+//
+//go:embed scenario.plain.json
+var scenarioPlain []byte
 
 // Published URLs; editors resolve them through the yaml-language-server comment.
 const (
@@ -48,32 +74,110 @@ type Problem struct {
 
 func (p Problem) String() string { return "/" + strings.Join(p.Path, "/") + ": " + p.Message }
 
-func compile(url string, doc []byte) (*jsonschema.Schema, error) {
+// embeddedBase is the prefix of the URL each embedded schema is compiled
+// under. The validator checks every document it compiles against its
+// draft's meta-schema, except those whose URL begins with
+// https://json-schema.org/ (its own meta-schemas); for the scenario schema
+// that check was half of the compile and half of the CPU time of tollgate
+// validate. The embedded schemas are constants of the build, so the check
+// is made by go test ./schema (TestSchemasMatchMetaSchema compiles them
+// under their published URLs, meta-schema check included) rather than at
+// every start. The documents carry their published URL as $id, so their
+// $refs resolve as before, and the validator's messages name no URL;
+// TestEmbeddedCompileAgrees checks that both compiles give the same
+// problems.
+const embeddedBase = "https://json-schema.org/tollgate-embedded/"
+
+// compile compiles the schema doc published at url. embedded compiles it
+// as a constant of the build, under embeddedURL (no meta-schema check);
+// otherwise it is compiled as any other schema, under url.
+func compile(url string, doc []byte, embedded bool) (*jsonschema.Schema, error) {
+	defer pauseGC()()
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", url, err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(url, v); err != nil {
+	root := url
+	if embedded {
+		root = embeddedURL(url)
+	}
+	if err := c.AddResource(root, v); err != nil {
 		return nil, fmt.Errorf("schema %s: %w", url, err)
 	}
-	return c.Compile(url)
+	return c.Compile(root)
 }
 
+// gcPause serializes pauseGC, so that two compiles at once restore the
+// collector's setting in the order they changed it.
+var gcPause sync.Mutex
+
+// pauseGC turns the garbage collector off until the function it returns is
+// called, and that function turns it back to its setting. Compiling the
+// scenario schema allocates some 6.5 MB in about 10 ms, in a process whose
+// first collection goal is 4 MB: tollgate validate collected 9 times while
+// the compile built its heap (4 to 9 ms of its 40 ms of CPU), and now once,
+// after it, when 2 MB of it is still live. The heap grows by what one
+// compile allocates.
+func pauseGC() (resume func()) {
+	gcPause.Lock()
+	old := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(old)
+		gcPause.Unlock()
+	}
+}
+
+// embeddedURL is the root URL an embedded schema published at url is
+// compiled under: see embeddedBase.
+func embeddedURL(url string) string { return embeddedBase + path.Base(url) }
+
 // Each schema is compiled once, on first use: compiling took half of the
-// time of loading a 1,000-run matrix (it ran once per run). A compiled
+// time of loading a 1,000-run matrix (it ran once per run), and a command
+// that reads no report never compiles the report schema. A compiled
 // schema is never changed after compilation and Validate is safe for
 // concurrent use, so these are constants that are built lazily, not state.
 var (
-	scenarioSchema = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ScenarioURL, scenarioJSON) })
-	reportSchema   = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ReportURL, reportJSON) })
+	scenarioSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+		defer scenarioCompiled.Store(true)
+		return compile(ScenarioURL, scenarioLean, true)
+	})
+	plainSchema  = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ScenarioURL, scenarioPlain, true) })
+	reportSchema = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(ReportURL, reportLean, true) })
 )
+
+// scenarioCompiled says scenarioSchema has been compiled (for --set), so
+// that ValidateScenario need not compile plainSchema as well.
+var scenarioCompiled atomic.Bool
 
 // CompiledScenario is the scenario schema as the validator compiled it,
 // for callers that walk it (scenarios resolves --set paths through it).
 // It is shared and compiled once: callers read it and never change it.
 func CompiledScenario() (*jsonschema.Schema, error) { return scenarioSchema() }
+
+// scenarioFor is the compiled schema to validate v against: the plain one
+// for a document with neither include nor profiles (unless the whole one
+// is compiled already), else the whole. Both give the same problems for
+// such a document.
+func scenarioFor(v any) func() (*jsonschema.Schema, error) {
+	if plainFor(v) && !scenarioCompiled.Load() {
+		return plainSchema
+	}
+	return scenarioSchema
+}
+
+// plainFor says v is a document scenario.plain.json is for: a mapping
+// with neither include nor profiles.
+func plainFor(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, include := m["include"]
+	_, profiles := m["profiles"]
+	return !include && !profiles
+}
 
 func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, error) {
 	sch, err := compiled()
@@ -116,7 +220,7 @@ func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, er
 // ValidateScenario validates a decoded scenario document (JSON shapes).
 // A schema that fails to compile is a build defect; it is reported as a problem.
 func ValidateScenario(v any) []Problem {
-	out, err := validate(scenarioSchema, v)
+	out, err := validate(scenarioFor(v), v)
 	if err != nil {
 		return []Problem{{Message: "internal: " + err.Error()}}
 	}

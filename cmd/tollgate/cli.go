@@ -290,9 +290,7 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 		return nil, scenarioError(path, err)
 	}
 	if baseline == nil {
-		if baseline, err = gates.BaselineEnv(shape); err != nil {
-			return nil, scenarioError(path, err)
-		}
+		baseline = gates.BaselineOf(env)
 	}
 	env["baseline"] = baseline
 	set, problems := gates.Compile(gateSpecs(sc), env)
