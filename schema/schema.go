@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -201,10 +202,14 @@ func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, er
 			if k := e.ErrorKind.KeywordPath(); len(k) > 0 {
 				kw = k[len(k)-1]
 			}
-			pr := Problem{Path: e.InstanceLocation, Message: e.ErrorKind.LocalizedString(p), Keyword: kw}
+			// The validator lists unknown keys in map order: sorted, the
+			// message and the list read the same on every run.
+			var props []string
 			if ap, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
-				pr.Properties = ap.Properties
+				ap.Properties = slices.Sorted(slices.Values(ap.Properties))
+				props = ap.Properties
 			}
+			pr := Problem{Path: e.InstanceLocation, Message: e.ErrorKind.LocalizedString(p), Keyword: kw, Properties: props}
 			out = append(out, pr)
 			return
 		}
@@ -213,7 +218,18 @@ func validate(compiled func() (*jsonschema.Schema, error), v any) ([]Problem, er
 		}
 	}
 	walk(ve)
-	sort.SliceStable(out, func(i, j int) bool { return strings.Join(out[i].Path, "/") < strings.Join(out[j].Path, "/") })
+	// Problems at one location also come in the walk's map order: the
+	// keyword and message break the tie.
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := strings.Join(out[i].Path, "/"), strings.Join(out[j].Path, "/")
+		if a != b {
+			return a < b
+		}
+		if out[i].Keyword != out[j].Keyword {
+			return out[i].Keyword < out[j].Keyword
+		}
+		return out[i].Message < out[j].Message
+	})
 	return out, nil
 }
 

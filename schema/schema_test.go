@@ -2,6 +2,8 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -285,4 +287,31 @@ func pointerUnescape(s string) string {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// The validator walks an object's keys in map order; what it reports of
+// several unknown keys must read the same on every run.
+func TestUnknownKeysAreListedInOrder(t *testing.T) {
+	doc := map[string]any{"zz_unknown": 1, "aa_unknown": 2, "mm_unknown": 3, "kk_unknown": 4}
+	var first string
+	for i := range 30 {
+		probs := ValidateScenario(doc)
+		var b strings.Builder
+		for _, p := range probs {
+			if p.Keyword == "additionalProperties" && len(p.Path) == 0 {
+				if !slices.IsSorted(p.Properties) {
+					t.Fatalf("run %d: properties %v not sorted", i, p.Properties)
+				}
+			}
+			fmt.Fprintf(&b, "%v %s %s %v\n", p.Path, p.Keyword, p.Message, p.Properties)
+		}
+		if !strings.Contains(b.String(), "'aa_unknown', 'kk_unknown', 'mm_unknown', 'zz_unknown'") {
+			t.Fatalf("run %d: unknown keys not listed in order:\n%s", i, b.String())
+		}
+		if i == 0 {
+			first = b.String()
+		} else if b.String() != first {
+			t.Fatalf("run %d differs from the first:\n%s\nvs\n%s", i, b.String(), first)
+		}
+	}
 }
