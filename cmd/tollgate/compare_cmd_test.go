@@ -81,6 +81,11 @@ func TestCompareExitCodes(t *testing.T) {
 var slowerSim = []string{"--set", "targets.embedded.sim.ttft_base=7.5ms", "--set", "targets.embedded.sim.prefill_tokens_per_s=33333.333",
 	"--set", "targets.embedded.sim.decode_step=15ms", "--set", "targets.embedded.sim.decode_step_per_seq=75us"}
 
+// muchSlowerSim makes it 3× slower: a change a gate must find even when a
+// loaded machine adds its own delay to both sides.
+var muchSlowerSim = []string{"--set", "targets.embedded.sim.ttft_base=15ms", "--set", "targets.embedded.sim.prefill_tokens_per_s=16666.667",
+	"--set", "targets.embedded.sim.decode_step=30ms", "--set", "targets.embedded.sim.decode_step_per_seq=150us"}
+
 // Two repetitions per slice cannot tell a 1.5× slower simulator from
 // noise: listed as such, with the samples that would tell, and inconclusive
 // (exit 4) unless accepted (--accept-inconclusive) or failed on
