@@ -26,7 +26,8 @@ const mergeUsage = "Usage: tollgate merge SHARD.json... --json-out PATH [flags]\
 	"before start_at, that overlap (within 1 s plus the spread of the shards' measured\n" +
 	"clock offsets). A shard that began its first load point more than\n" +
 	"--max-start-lateness after start_at is merged, but the merge's measurement is\n" +
-	"invalid: the report lists it under invalid, and judging it exits 3.\n\n" +
+	"invalid: the report lists it under invalid, and judging it exits 3. So is a\n" +
+	"merge of a shard whose own measurement was invalid (its client sent late).\n\n" +
 	"Exits 0 merged, 2 bad input (a report that is not a shard or fails its checks,\n" +
 	"shards of different scenarios, runs or schema versions, a shard given twice or\n" +
 	"missing, windows that are not one run's), 3 merged but not to be trusted (a shard\n" +

@@ -29,11 +29,19 @@ func TestMergeOfOneShardIsTheShard(t *testing.T) {
 			dir := t.TempDir()
 			shard, merged := filepath.Join(dir, "shard.json"), filepath.Join(dir, "merged.json")
 			r := runBin(t, perfBin, "run", "examples/"+ex, "--shard", "0/1", "--json-out", shard, "-q")
-			if r.code != 0 && r.code != 1 {
+			// Eight examples at once on a busy machine may send late: the
+			// run is then invalid (exit 3) but its report is written, and
+			// the merge must say the same of it, so the figures still
+			// compare. Any other exit 3 is a broken run.
+			wantMerge := ExitPass
+			if r.code == ExitNotJudged && len(invalidReasons(readJSONReport(t, shard))) > 0 {
+				wantMerge = ExitNotJudged
+				t.Logf("the shard is invalid (%v): the merge must be too", invalidReasons(readJSONReport(t, shard)))
+			} else if r.code != ExitPass && r.code != ExitGateFailed {
 				t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
-			if m := runBin(t, perfBin, "merge", "--json-out", merged, shard); m.code != 0 {
-				t.Fatalf("merge: exit %d\n%s\n%s", m.code, m.stdout, m.stderr)
+			if m := runBin(t, perfBin, "merge", "--json-out", merged, shard); m.code != wantMerge {
+				t.Fatalf("merge: exit %d, want %d\n%s\n%s", m.code, wantMerge, m.stdout, m.stderr)
 			}
 			want, got := numbers(readJSONReport(t, shard)["runs"]), numbers(readJSONReport(t, merged)["runs"])
 			if len(want) == 0 {
@@ -88,5 +96,17 @@ func numbers(v any) map[string]float64 {
 		}
 	}
 	walk("runs", v)
+	return out
+}
+
+// invalidReasons are the reasons a report lists under invalid.
+func invalidReasons(rep map[string]any) []string {
+	var out []string
+	list, _ := rep["invalid"].([]any)
+	for _, f := range list {
+		if m, ok := f.(map[string]any); ok {
+			out = append(out, fmt.Sprint(m["reason"]))
+		}
+	}
 	return out
 }

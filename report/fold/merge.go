@@ -114,7 +114,7 @@ func Merge(shards []*report.Report, files []string, opt MergeOptions) (*report.R
 			run.Phases[ph] = m
 		}
 	}
-	out.Invalid = lateShards(byIndex, names, opt.MaxStartLateness)
+	out.Invalid = append(shardFindings(byIndex, names), lateShards(byIndex, names, opt.MaxStartLateness)...)
 	if len(out.Invalid) > 0 {
 		out.Status = report.StatusError
 	}
@@ -142,6 +142,20 @@ type MergeOptions struct {
 // of the phase's duration: the burst a late shard sends grows with the
 // rate and the lateness, not with how long the phase runs.
 const DefaultMaxStartLateness = 100 * time.Millisecond
+
+// shardFindings are the shards' own findings (a shard whose client sent
+// late): the union holds that shard's requests, so what made its
+// measurement untrustworthy makes the merge's so too.
+func shardFindings(byIndex []*report.Report, names []string) []report.Invalidity {
+	var out []report.Invalidity
+	for i, r := range byIndex {
+		for _, f := range r.Invalid {
+			f.Message = fmt.Sprintf("shard %d (%s): %s", i, names[i], f.Message)
+			out = append(out, f)
+		}
+	}
+	return out
+}
 
 // lateShards is a finding for each shard that began later than max after
 // start_at.

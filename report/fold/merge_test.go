@@ -265,3 +265,37 @@ func TestMergeFlagsALateShard(t *testing.T) {
 		})
 	}
 }
+
+// A shard whose own measurement is invalid (its client sent late) makes
+// the merge invalid: the union holds that shard's late requests.
+func TestMergeKeepsAShardsFindings(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var reps []*report.Report
+	for i := range 2 {
+		r, _ := synthShard(i, 2, 10, start, time.Second)
+		reps = append(reps, r)
+	}
+	lag := report.Invalidity{Reason: report.InvalidDispatchLag, Path: "/runs/x/phases/load/dispatch_lag_ms/p99", Message: "phase load: the client sent 40ms late"}
+	reps[1].Invalid, reps[1].Status = []report.Invalidity{lag}, report.StatusError
+	m, err := Merge(reps, []string{"a.json", "b.json"}, MergeOptions{MaxStartLateness: DefaultMaxStartLateness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Invalid) != 1 || m.Status != report.StatusError {
+		t.Fatalf("status %s, invalid %+v", m.Status, m.Invalid)
+	}
+	f := m.Invalid[0]
+	if f.Reason != lag.Reason || f.Path != lag.Path || f.Message != "shard 1 (b.json): "+lag.Message {
+		t.Errorf("finding %+v", f)
+	}
+	// One shard alone: the merge is that shard, invalid as it was.
+	solo, _ := synthShard(0, 1, 10, start, time.Second)
+	solo.Invalid, solo.Status = []report.Invalidity{lag}, report.StatusError
+	one, err := Merge([]*report.Report{solo}, []string{"solo.json"}, MergeOptions{MaxStartLateness: DefaultMaxStartLateness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.Invalid) != 1 || one.Invalid[0].Reason != report.InvalidDispatchLag {
+		t.Errorf("one shard: invalid %+v", one.Invalid)
+	}
+}
