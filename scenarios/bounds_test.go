@@ -74,6 +74,13 @@ func TestLoadBounds(t *testing.T) {
 			want: ":4:91: phases.c.capacity.probe.min_requests: 1000000000 requests at the first probe's rate (1/s)"},
 		{name: "a probe longer than the budget", src: "phases:\n  c:\n    kind: capacity\n    capacity: {min: 60, max: 64, budget: 10s, objectives: [\"ttft_ms.p99 <= 500\"], probe: {duration: 20s}}\n",
 			want: ":4:101: phases.c.capacity.probe: a probe (warm-up 1s + 2 × duration 20s = 41s) does not fit the budget (10s)"},
+		{name: "max_history_bytes at its bound loads", src: "phases:\n  chat: {kind: sessions, max_history_bytes: 256MiB}\n"},
+		{name: "max_history_bytes past its bound", src: "phases:\n  chat: {kind: sessions, max_history_bytes: 1GiB}\n",
+			want: ":2:45: phases.chat.max_history_bytes: from 1 byte to 256 MiB (268435456 bytes), got 1073741824"},
+		{name: "max_reply_bytes past its bound", src: "phases:\n  chat: {kind: sessions, max_reply_bytes: 5MiB}\n",
+			want: ":2:43: phases.chat.max_reply_bytes: from 1 byte to 4 MiB (4194304 bytes), got 5242880"},
+		{name: "tool_result_tokens past its bound", src: "phases:\n  a: {kind: agent, tools: [{name: t}], max_steps: 1, tool_result_tokens: 1000001}\n",
+			want: ":2:74: phases.a.tool_result_tokens: from 1 to 1000000, got 1000001"},
 		{name: "a prefill of one size loads", src: "phases:\n  prefill: {prompt_tokens: 256}\n"},
 		{name: "a prefill of no sizes", src: "phases:\n  prefill: {prompt_tokens: []}\n",
 			want: ":2:28: phases.prefill.prompt_tokens: give one size (256) or a non-empty list of sizes"},
@@ -111,6 +118,39 @@ func TestLoadBounds(t *testing.T) {
 			// One bound, one message: a refused var does not refuse every var after it.
 			if n := strings.Count(err.Error(), "\n"); n > 2 {
 				t.Errorf("%d lines of errors; want the one that names the bound:\n%v", n+1, err)
+			}
+		})
+	}
+}
+
+// A conversation's byte bounds default from its token counts: 64 bytes a
+// token, max_reply_bytes at least 64 KiB, max_history_bytes at least
+// 1 MiB, neither past its bound; one written is kept as written.
+func TestConversationByteBoundDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		phase          string
+		history, reply Size
+	}{
+		{name: "small sessions take the floors", phase: "{kind: sessions, turns: 4, prompt_tokens: 64, max_tokens: 8}", history: 1 << 20, reply: 64 << 10},
+		// 100 × (1024 + 4) + 99 × (4096 + 4) + 4096 tokens × 64 bytes.
+		{name: "long sessions scale", phase: "{kind: sessions, turns: 100, prompt_tokens: 1024, max_tokens: 4096}",
+			history: Size((100*1028 + 99*4100 + 4096) * 64), reply: 4096 * 64},
+		{name: "past the bounds they stop there", phase: "{kind: sessions, turns: 1000, prompt_tokens: 100000, max_tokens: 100000}", history: 256 << 20, reply: 4 << 20},
+		// (64 + 4) + 7 × ((64 + 4) + 4000 + 4) + 64 tokens × 64 bytes.
+		{name: "an agent counts its tool results", phase: "{kind: agent, tools: [{name: t}], max_steps: 8, prompt_tokens: 64, max_tokens: 64, tool_result_tokens: 4000}",
+			history: Size((68 + 7*4072 + 64) * 64), reply: 64 << 10},
+		{name: "written values are kept", phase: "{kind: sessions, max_history_bytes: 10KiB, max_reply_bytes: 1000}", history: 10 << 10, reply: 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A live server's window is unknown at load: no context check.
+			_, sc, err := loadWithin(t, "targets:\n  s: {kind: openai, base_url: \"http://127.0.0.1:1\"}\nphases:\n  p: "+tc.phase+"\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := sc.Runs[0].Phases[0]
+			if p.MaxHistoryBytes != tc.history || p.MaxReplyBytes != tc.reply {
+				t.Errorf("max_history_bytes %d, max_reply_bytes %d; want %d, %d", p.MaxHistoryBytes, p.MaxReplyBytes, tc.history, tc.reply)
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tollgate-dev/tollgate/internal/safefile"
 )
 
 // Conversation holds the keys of the conversation phase kinds: sessions
@@ -29,6 +31,15 @@ type Conversation struct {
 	ToolLatencyMS *Dist `yaml:"tool_latency_ms" json:"tool_latency_ms,omitempty"`
 	// ToolResultTokens is the size of each tool result sent back.
 	ToolResultTokens int `yaml:"tool_result_tokens" json:"tool_result_tokens,omitempty"`
+	// MaxHistoryBytes bounds the text one session's (task's) history may
+	// hold: a turn (step) that would send more is not sent, and the
+	// session ends at the bound. Its default, set at load, follows the
+	// phase (DefaultMaxHistoryBytes).
+	MaxHistoryBytes Size `yaml:"max_history_bytes" json:"max_history_bytes,omitempty"`
+	// MaxReplyBytes bounds one reply kept in the history (its text and
+	// its tool calls): a longer one is not kept, and its session ends.
+	// Its default, set at load, follows max_tokens (DefaultMaxReplyBytes).
+	MaxReplyBytes Size `yaml:"max_reply_bytes" json:"max_reply_bytes,omitempty"`
 }
 
 // ToolSpec is one tool: a function name and the JSON Schema of its arguments.
@@ -45,9 +56,9 @@ type ToolSpec struct {
 
 var (
 	sessionsKeys = []string{"kind", "description", "sessions", "turns", "concurrency", "rate", "arrival", "think_time_ms",
-		"prompt_tokens", "max_tokens", "seed", "max_error_rate"}
+		"prompt_tokens", "max_tokens", "max_history_bytes", "max_reply_bytes", "seed", "max_error_rate"}
 	agentKeys = []string{"kind", "description", "sessions", "concurrency", "rate", "arrival", "tools", "max_steps",
-		"tool_latency_ms", "tool_result_tokens", "prompt_tokens", "max_tokens", "seed", "max_error_rate"}
+		"tool_latency_ms", "tool_result_tokens", "prompt_tokens", "max_tokens", "max_history_bytes", "max_reply_bytes", "seed", "max_error_rate"}
 	toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
@@ -57,6 +68,76 @@ const (
 	MaxConversationTurns = 1000
 	MaxAgentSteps        = 100
 )
+
+// Bounds on the bytes a conversation keeps. A session's history is sent
+// whole every turn, so it is held in memory several times over while a
+// turn is in flight (the messages, the encoded request body, the copy
+// kept for a retry): its bytes are bounded, as is one reply kept in it
+// and the size of a tool result.
+const (
+	// MaxSessionHistoryBytes is the most max_history_bytes may be.
+	MaxSessionHistoryBytes = 256 << 20
+	// MaxKeptReplyBytes is the most max_reply_bytes may be: what the
+	// OpenAI transcript keeps of any answer (engine/openai.MaxReplyBytes;
+	// a test holds the two together).
+	MaxKeptReplyBytes = 4 << 20
+	// MaxToolResultTokens bounds tool_result_tokens.
+	MaxToolResultTokens = 1_000_000
+	// bytesPerToken is the bytes a token may take in the defaults below:
+	// text averages about 4 bytes a token, so 64 is room for any
+	// tokenizer and script, and a server sending far more per token than
+	// it was asked for (a megabyte for 8 tokens) is caught.
+	bytesPerToken = 64
+	// minDefaultHistoryBytes and minDefaultReplyBytes are the defaults'
+	// floors, for phases whose token counts are small.
+	minDefaultHistoryBytes = 1 << 20
+	minDefaultReplyBytes   = 64 << 10
+)
+
+// DefaultMaxHistoryBytes is max_history_bytes when the phase does not set
+// it: bytesPerToken × the context its last request asks for
+// (ConversationContextTokens), at least 1 MiB and at most
+// MaxSessionHistoryBytes.
+func DefaultMaxHistoryBytes(p *Phase) Size {
+	return clampBytes(float64(ConversationContextTokens(p))*bytesPerToken, minDefaultHistoryBytes, MaxSessionHistoryBytes)
+}
+
+// DefaultMaxReplyBytes is max_reply_bytes when the phase does not set it:
+// bytesPerToken × max_tokens, at least 64 KiB and at most
+// MaxKeptReplyBytes.
+func DefaultMaxReplyBytes(p *Phase) Size {
+	return clampBytes(float64(p.MaxTokens)*bytesPerToken, minDefaultReplyBytes, MaxKeptReplyBytes)
+}
+
+// clampBytes is v within [lo, hi], in float64 so that no token count
+// overflows on the way.
+func clampBytes(v float64, lo, hi Size) Size {
+	return Size(min(max(v, float64(lo)), float64(hi)))
+}
+
+// checkConversationBytes defaults and checks max_history_bytes and
+// max_reply_bytes, once the kind's own defaults (turns, max_steps,
+// max_tokens) are in.
+func checkConversationBytes(e *errs, p *Phase, path string) {
+	c := &p.Conversation
+	for _, b := range []struct {
+		key   string
+		v     *Size
+		def   Size
+		bound Size
+	}{
+		{"max_history_bytes", &c.MaxHistoryBytes, DefaultMaxHistoryBytes(p), MaxSessionHistoryBytes},
+		{"max_reply_bytes", &c.MaxReplyBytes, DefaultMaxReplyBytes(p), MaxKeptReplyBytes},
+	} {
+		if !p.Has(b.key) {
+			*b.v = b.def
+			continue
+		}
+		if *b.v < 1 || *b.v > b.bound {
+			e.add(p.At(b.key), "%s.%s: from 1 byte to %s (%d bytes), got %d", path, b.key, safefile.Size(int64(b.bound)), int64(b.bound), int64(*b.v))
+		}
+	}
+}
 
 // checkConversation applies the defaults of sessions and agent phases and
 // checks their values.
@@ -71,9 +152,10 @@ func checkConversation(e *errs, p *Phase, path string) {
 	}
 	if p.Kind == PhaseSessions {
 		checkSessions(e, p, path)
-		return
+	} else {
+		checkAgent(e, p, path)
 	}
-	checkAgent(e, p, path)
+	checkConversationBytes(e, p, path)
 }
 
 // checkConversationLoad defaults and checks how many sessions run and how
@@ -135,8 +217,8 @@ func checkAgent(e *errs, p *Phase, path string) {
 	if !p.Has("tool_result_tokens") {
 		c.ToolResultTokens = 32
 	}
-	if c.ToolResultTokens < 1 {
-		e.add(p.At("tool_result_tokens"), "%s.tool_result_tokens: must be at least 1, got %d", path, c.ToolResultTokens)
+	if c.ToolResultTokens < 1 || c.ToolResultTokens > MaxToolResultTokens {
+		e.add(p.At("tool_result_tokens"), "%s.tool_result_tokens: from 1 to %d, got %d", path, MaxToolResultTokens, c.ToolResultTokens)
 	}
 	checkDist(e, c.ToolLatencyMS, path+".tool_latency_ms")
 	if len(c.Tools) == 0 {

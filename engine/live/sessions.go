@@ -22,7 +22,9 @@ import (
 // history (the server's own replies, as they came) plus a new user
 // message, after a think time; by_turn holds each turn's metrics and
 // sessions the per-session figures. Sessions run closed loop (concurrency
-// at once) or open loop (rate arrivals per second).
+// at once) or open loop (rate arrivals per second). A session ends, noted,
+// rather than keep a reply over max_reply_bytes or send a history over
+// max_history_bytes.
 type sessionsKind struct{}
 
 // MaxInFlight is the sessions at once (conversationConns).
@@ -86,6 +88,8 @@ type conversation struct {
 	stopErr error
 	start   time.Time
 	words   int // per user message (or task prompt)
+	// notes are the anomalies and byte bounds counted (notes.go).
+	notes notes
 }
 
 // newConversation sizes user messages by one calibration of the server's
@@ -93,6 +97,7 @@ type conversation struct {
 func (r *runner) newConversation(ctx context.Context, p *scenarios.Phase, ph *report.Phase, planned int) (*conversation, error) {
 	size := p.PromptTokens[0]
 	c := &conversation{r: r, p: p, rec: r.newRecorder(p, planned), byStep: map[int]*fold.Slice{}, words: max(1, size*3/4)}
+	_, c.notes.off = r.send.(*shapeSender)
 	cal, err := r.send.calibrate(ctx, size, r.seed(p), measure.CalibrateOptions{Model: r.model, Index: 9_000_000})
 	if err != nil && cal.Words == 0 {
 		// A server that cannot count tokens still converses: messages are
@@ -117,7 +122,7 @@ func (c *conversation) send(ctx context.Context, req measure.Request, label stri
 	if canceledByUs(res, ctx.Err()) {
 		return res
 	}
-	name := fmt.Sprintf("%s %s %d %s %d", c.p.Name, label, index, stepWord(c.p), step)
+	name := c.requestName(label, step, index)
 	c.mu.Lock()
 	a := c.byStep[step]
 	if a == nil {
@@ -135,6 +140,12 @@ func (c *conversation) send(ctx context.Context, req measure.Request, label stri
 		c.mu.Unlock()
 	}
 	return res
+}
+
+// requestName names a step in error examples and notes: "chat session 3
+// turn 2", "agent task 0 step 1".
+func (c *conversation) requestName(label string, step, index int) string {
+	return fmt.Sprintf("%s %s %d %s %d", c.p.Name, label, index, stepWord(c.p), step)
 }
 
 func stepWord(p *scenarios.Phase) string {
@@ -202,6 +213,7 @@ func (sessionsKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 		return err
 	}
 	seed := r.seed(p)
+	maxHistory, maxReply := int(cv.MaxHistoryBytes), int(cv.MaxReplyBytes)
 	st := &report.SessionStats{Turns: cv.Turns}
 	duration, total, think := stats.New(), stats.New(), stats.New()
 	err = c.run(ctx, ph, func(ctx context.Context, i int) {
@@ -210,6 +222,7 @@ func (sessionsKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 		st.Sessions++
 		c.mu.Unlock()
 		var history []measure.Message
+		held := 0 // the history's bytes (messageBytes)
 		began := time.Now()
 		tokens := 0
 		for turn := 1; turn <= cv.Turns; turn++ {
@@ -223,9 +236,18 @@ func (sessionsKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 				c.mu.Unlock()
 			}
 			user := transport.SyntheticPrompt(seed, i*scenarios.MaxConversationTurns+turn, c.words, "")
+			if held+len(user) > maxHistory {
+				c.mu.Lock()
+				c.notes.add(report.NoteMaxHistoryBytes, c.requestName("session", turn, i),
+					"its history would be %d bytes (%d kept and a user message of %d), over max_history_bytes %d: not sent, the session ends",
+					held+len(user), held, len(user), maxHistory)
+				c.mu.Unlock()
+				return
+			}
 			history = append(history, measure.Message{Role: "user", Content: user})
+			held += len(user)
 			req := r.request("", append([]measure.Message(nil), history...), p.MaxTokens)
-			req.Transcript = true
+			req.Transcript, req.MaxReplyBytes = true, maxReply
 			res := c.send(ctx, req, "session", turn, i)
 			if res.Err != nil || res.Reply == nil {
 				return // a session with a failed turn has no next turn
@@ -233,7 +255,20 @@ func (sessionsKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 			if res.PromptTokens != nil && res.CompletionTokens != nil {
 				tokens += *res.PromptTokens + *res.CompletionTokens
 			}
-			history = append(history, measure.Message{Role: "assistant", Content: res.Reply.Content})
+			if turn == cv.Turns {
+				break // the last reply is not kept
+			}
+			if res.Reply.Dropped {
+				c.mu.Lock()
+				c.notes.add(report.NoteMaxReplyBytes, c.requestName("session", turn, i),
+					"the reply of %d bytes is over max_reply_bytes %d: not kept, so turn %d is not sent and the session ends",
+					res.Reply.Bytes, maxReply, turn+1)
+				c.mu.Unlock()
+				return
+			}
+			reply := measure.Message{Role: "assistant", Content: res.Reply.Content}
+			history = append(history, reply)
+			held += messageBytes(reply)
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -244,6 +279,8 @@ func (sessionsKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 	if ph.ServingMetrics != nil {
 		ph.ByTurn = c.steps()
 		st.DurationMS, st.TotalTokens, st.ThinkMS = report.StatFrom(duration), report.StatFrom(total), report.StatFrom(think)
+		st.HistoryLimit, st.Notes = c.notes.ended(), c.notes.kept
+		ph.Warnings = append(ph.Warnings, c.notes.warnings(p.Name, "session", "sessions")...)
 		ph.Sessions = st
 	}
 	return err

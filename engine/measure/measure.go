@@ -54,6 +54,11 @@ type Request struct {
 	// Transcript keeps the answer (its text and tool calls) in
 	// Result.Reply, for a next turn that sends it back (sessions, agent).
 	Transcript bool
+	// MaxReplyBytes bounds the answer a transcript keeps (Reply.Bytes);
+	// past it the reply is dropped (Reply.Dropped) and the stream is still
+	// measured to its end. 0, or more than the protocol keeps of any
+	// answer: the protocol's own bound.
+	MaxReplyBytes int
 	// Connected, when set, is called when the request first holds a
 	// connection (new or reused), from the transport's goroutine: a request
 	// that never gets one (EMFILE, refused) was never in flight at the
@@ -246,4 +251,23 @@ type Reply struct {
 	Content         string
 	ToolCalls       []ToolCall
 	FirstToolCallMs *float64
+	// Bytes is the answer's size as kept: its text plus each call's id,
+	// name and arguments (ReplyBytes), counted to the end of the answer
+	// even when it is dropped.
+	Bytes int
+	// Dropped: the answer passed Request.MaxReplyBytes and was not kept
+	// (no Content, no ToolCalls); the request is measured as any other.
+	Dropped bool
+	// CalledTools: the answer carried tool calls (known also when Dropped).
+	CalledTools bool
+}
+
+// ReplyBytes is what a reply of content and calls takes: the text plus
+// each call's id, name and arguments.
+func ReplyBytes(content string, calls []ToolCall) int {
+	n := len(content)
+	for _, c := range calls {
+		n += len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments)
+	}
+	return n
 }

@@ -53,7 +53,7 @@ func (wire) NewStream(req Request) transport.Stream {
 	s := &stream{}
 	s.acc.Reset(req.MaxTokens)
 	if req.Transcript {
-		s.tr = &transcript{}
+		s.tr = &transcript{limit: replyLimit(req.MaxReplyBytes)}
 	}
 	return s
 }
@@ -160,7 +160,7 @@ func (wire) DecodeJSON(data []byte, status int, req Request, tl *measure.Timelin
 		return 0, decodeStreamError(b.Error)
 	}
 	if req.Transcript {
-		res.Reply = replyJSON(data)
+		res.Reply = replyJSON(data, replyLimit(req.MaxReplyBytes))
 	}
 	for _, ch := range b.Choices {
 		if m := ch.Message; m != nil {

@@ -13,26 +13,51 @@ import (
 )
 
 // Bounds on a kept answer, so a server that never stops cannot grow
-// memory: the text of one answer, the tool calls of one answer, and the
-// arguments of one call.
+// memory: the bytes of one answer kept (its text and its calls' ids,
+// names and arguments; a request's MaxReplyBytes, when lower, wins), past
+// which the answer is dropped rather than kept, and the tool calls of one
+// answer, past which it is an error (ErrReplyTooLarge).
 const (
-	MaxReplyBytes        = 4 << 20
-	MaxToolCalls         = 64
-	MaxToolArgumentBytes = 1 << 20
+	MaxReplyBytes = 4 << 20
+	MaxToolCalls  = 64
 )
 
-// ErrReplyTooLarge marks an answer over one of the bounds above.
+// ErrReplyTooLarge marks an answer with more tool calls than MaxToolCalls.
 var ErrReplyTooLarge = errors.New("answer too large to keep")
+
+// replyLimit is the bytes a transcript asked for max keeps of an answer.
+func replyLimit(max int) int {
+	if max <= 0 || max > MaxReplyBytes {
+		return MaxReplyBytes
+	}
+	return max
+}
 
 // transcript reassembles a streamed answer: the content deltas, and the
 // tool_calls deltas, whose arguments arrive in pieces and whose calls are
-// told apart by index (the id and name come once, in the call's first piece).
+// told apart by index (the id and name come once, in the call's first
+// piece). Past limit bytes it drops what it kept and only counts on.
 type transcript struct {
 	content   strings.Builder
 	calls     map[int]*measure.ToolCall
 	last      int // index of the call a delta without an index continues
 	firstTool time.Duration
 	sawTool   bool
+	limit     int
+	bytes     int // the answer's bytes so far (measure.ReplyBytes while kept)
+	dropped   bool
+}
+
+// grow counts n more bytes of the answer and reports whether they may be
+// kept; the first byte past the limit drops the answer.
+func (t *transcript) grow(n int) bool {
+	t.bytes += n
+	if !t.dropped && t.bytes > t.limit {
+		t.dropped = true
+		t.content = strings.Builder{}
+		t.calls = nil
+	}
+	return !t.dropped
 }
 
 // toolDelta is one streamed piece of a tool call.
@@ -71,10 +96,7 @@ func (t *transcript) event(ev *sse.Event) error {
 		if ch.Index != 0 || d == nil {
 			continue // n=1: only the first choice is the answer
 		}
-		if d.Content != nil {
-			if t.content.Len()+len(*d.Content) > MaxReplyBytes {
-				return fmt.Errorf("%w: the answer's text passed %d bytes", ErrReplyTooLarge, MaxReplyBytes)
-			}
+		if d.Content != nil && t.grow(len(*d.Content)) {
 			t.content.WriteString(*d.Content)
 		}
 		if len(d.ToolCalls) > 0 && !t.sawTool {
@@ -90,27 +112,35 @@ func (t *transcript) event(ev *sse.Event) error {
 }
 
 // tool adds one piece to its call: a new index (or, from a server that
-// sends none, a new id) starts a call; anything else continues one.
+// sends none, an id other than the current call's) starts a call;
+// anything else continues one.
 func (t *transcript) tool(td toolDelta) error {
 	idx := t.last
 	switch {
 	case td.Index != nil:
 		idx = *td.Index
-	case td.ID != "" && t.calls[t.last] != nil:
+	case td.ID != "" && t.calls[t.last] != nil && t.calls[t.last].ID != "" && t.calls[t.last].ID != td.ID:
 		idx = t.last + 1
 	}
 	if idx < 0 || idx >= MaxToolCalls {
 		return fmt.Errorf("%w: tool call index %d (at most %d calls)", ErrReplyTooLarge, idx, MaxToolCalls)
 	}
-	if t.calls == nil {
-		t.calls = map[int]*measure.ToolCall{}
-	}
+	t.last = idx
 	c := t.calls[idx]
 	if c == nil {
 		c = &measure.ToolCall{Type: "function"}
-		t.calls[idx] = c
 	}
-	t.last = idx
+	n := len(td.Function.Name) + len(td.Function.Arguments)
+	if td.ID != "" && td.ID != c.ID {
+		n += len(td.ID) - len(c.ID)
+	}
+	if !t.grow(n) {
+		return nil
+	}
+	if t.calls == nil {
+		t.calls = map[int]*measure.ToolCall{}
+	}
+	t.calls[idx] = c
 	if td.ID != "" {
 		c.ID = td.ID
 	}
@@ -118,9 +148,6 @@ func (t *transcript) tool(td toolDelta) error {
 		c.Type = td.Type
 	}
 	c.Function.Name += td.Function.Name
-	if len(c.Function.Arguments)+len(td.Function.Arguments) > MaxToolArgumentBytes {
-		return fmt.Errorf("%w: tool call %d's arguments passed %d bytes", ErrReplyTooLarge, idx, MaxToolArgumentBytes)
-	}
 	c.Function.Arguments += td.Function.Arguments
 	return nil
 }
@@ -139,11 +166,13 @@ func (t *transcript) reply() *measure.Reply {
 	if t.sawTool {
 		r.FirstToolCallMs = ptr(durMs(t.firstTool))
 	}
+	r.Bytes, r.Dropped, r.CalledTools = t.bytes, t.dropped, t.sawTool
 	return r
 }
 
-// replyJSON reads the answer of a non-streamed response body.
-func replyJSON(data []byte) *measure.Reply {
+// replyJSON reads the answer of a non-streamed response body, dropped
+// when it passes limit bytes.
+func replyJSON(data []byte, limit int) *measure.Reply {
 	var b struct {
 		Choices []struct {
 			Message *struct {
@@ -169,6 +198,10 @@ func replyJSON(data []byte) *measure.Reply {
 	}
 	if ch.Text != nil {
 		r.Content = *ch.Text
+	}
+	r.CalledTools = len(r.ToolCalls) > 0
+	if r.Bytes = measure.ReplyBytes(r.Content, r.ToolCalls); r.Bytes > limit {
+		r.Content, r.ToolCalls, r.Dropped = "", nil, true
 	}
 	return r
 }
