@@ -64,3 +64,21 @@ func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }
+
+// A report an earlier tollgate wrote is still read (a baseline from last
+// night must be): fields added since are optional, their absence zero.
+// The fixture is examples/agent.yaml's report from before the agent's
+// anomaly counts and byte bounds (1c80024).
+func TestReportsOfEarlierVersionsAreRead(t *testing.T) {
+	for _, name := range []string{"testdata/agent-before-anomalies.report.json"} {
+		t.Run(name, func(t *testing.T) {
+			r, err := ReadFile(name)
+			if err != nil {
+				t.Fatalf("an earlier tollgate's report is refused: %v", err)
+			}
+			if len(r.Runs) == 0 {
+				t.Fatal("no runs read")
+			}
+		})
+	}
+}
