@@ -153,6 +153,9 @@ func (c *checker) walk(path []string, v any) {
 		if isWindow(x) {
 			c.window(path, x)
 		}
+		if path != nil && path[len(path)-1] == "dataset" {
+			c.dataset(path, x)
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
@@ -266,6 +269,22 @@ func (c *checker) tally(path []string, m map[string]any) {
 		if cnt, isNum := s["count"].(float64); isNum && cnt > req {
 			c.add(append(slices.Clip(path), k, "count"), "%v samples, more than the %v requests", cnt, req)
 		}
+	}
+}
+
+// dataset checks a phase's dataset counts: every item read is skipped,
+// filtered or eligible. A report of a tollgate before "filtered" has
+// none, and counted in read only the items not skipped.
+func (c *checker) dataset(path []string, m map[string]any) {
+	f, ok := m["filtered"].(float64)
+	if !ok {
+		return
+	}
+	read, _ := m["read"].(float64)
+	skipped, _ := m["skipped"].(float64)
+	eligible, _ := m["eligible"].(float64)
+	if skipped+f+eligible != read {
+		c.add(path, "skipped (%v) + filtered (%v) + eligible (%v) is not read (%v)", skipped, f, eligible, read)
 	}
 }
 

@@ -20,8 +20,10 @@ func loadReport() *Report {
 		TTFTMS: NewStat([]float64{10, 12, 15, 30}), E2EMS: NewStat([]float64{40, 42, 45, 90, 1})}
 	lp := &LoadPoint{Rate: 10, ServingMetrics: sm, QueueMS: NewStat([]float64{0.1, 0.2, 0.1, 0.3, 0.2}), DurationS: 0.5,
 		AchievedRatePerS: F(8), Window: &Window{FirstSend: t0, LastSend: t0.Add(400 * time.Millisecond), LastEnd: t0.Add(500 * time.Millisecond), Sent: 5, E2ESumMS: 218}}
+	filtered := 2
+	ds := &Dataset{File: "chat.jsonl", Format: "jsonl", Read: 10, Skipped: 1, Filtered: &filtered, Eligible: 7, Used: 5, EstimatedPromptTokens: NewStat([]float64{8, 9, 10, 11, 12})}
 	r.Runs["server"] = &Run{Name: "server", Params: map[string]string{}, Target: Target{Name: "server", Kind: "openai"}, Status: "ok",
-		Phases: map[string]*Phase{"load": {Kind: "load", ServingMetrics: sm, Points: []*LoadPoint{lp}}}, PhaseOrder: []string{"load"}}
+		Phases: map[string]*Phase{"load": {Kind: "load", ServingMetrics: sm, Points: []*LoadPoint{lp}, Dataset: ds}}, PhaseOrder: []string{"load"}}
 	r.RunOrder = []string{"server"}
 	return r
 }
@@ -38,6 +40,9 @@ func TestReadFileChecksTheReport(t *testing.T) {
 		return m["runs"].(map[string]any)["server"].(map[string]any)["phases"].(map[string]any)["load"].(map[string]any)["points"].([]any)[0].(map[string]any)
 	}
 	stat := func(m map[string]any, k string) map[string]any { return point(m)[k].(map[string]any) }
+	dataset := func(m map[string]any) map[string]any {
+		return m["runs"].(map[string]any)["server"].(map[string]any)["phases"].(map[string]any)["load"].(map[string]any)["dataset"].(map[string]any)
+	}
 	const pt = "/runs/server/phases/load/points/0"
 	for _, tc := range []struct {
 		name string
@@ -62,6 +67,9 @@ func TestReadFileChecksTheReport(t *testing.T) {
 		{"errors by class that do not add up", func(m map[string]any) {
 			point(m)["errors"].(map[string]any)["by_class"] = map[string]any{"connect": 3.0}
 		}, pt + "/errors: count (1) is not the sum of by_class (3)"},
+		{"dataset counts that do not add up", func(m map[string]any) { dataset(m)["read"] = 12.0 }, "/runs/server/phases/load/dataset: skipped (1) + filtered (2) + eligible (7) is not read (12)"},
+		{"an older report's dataset, without filtered", func(m map[string]any) { delete(dataset(m), "filtered"); dataset(m)["read"] = 9.0 }, ""},
+		{"a negative filtered", func(m map[string]any) { dataset(m)["filtered"] = -1.0 }, "/runs/server/phases/load/dataset/filtered: minimum: got -1, want 0"},
 		{"an error rate past 1", func(m map[string]any) { point(m)["errors"].(map[string]any)["rate"] = 1.5 }, pt + "/errors/rate: maximum: got 1.5, want 1"},
 		{"a negative rate", func(m map[string]any) { point(m)["achieved_rate_per_s"] = -8.0 }, pt + "/achieved_rate_per_s: a rate below 0 (-8)"},
 		{"a window backwards", func(m map[string]any) {

@@ -5,11 +5,15 @@ package report
 type Dataset struct {
 	File   string `json:"file"`
 	Format string `json:"format"`
-	// Read is the items in the file; Skipped the ShareGPT conversations
-	// without a prompt and reply; Eligible those within the length
-	// filters; Used the prompts the phase drew from.
+	// Read is the items in the file, each counted once more: Skipped,
+	// the ShareGPT conversations without a prompt and reply; Filtered,
+	// those outside the length filters; or Eligible, those within them.
+	// Used is the prompts the phase drew from. Reports of tollgates
+	// before Filtered have no "filtered" (and counted in Read only what
+	// was not skipped).
 	Read        int  `json:"read"`
 	Skipped     int  `json:"skipped"`
+	Filtered    *int `json:"filtered,omitempty"`
 	Eligible    int  `json:"eligible"`
 	Used        int  `json:"used"`
 	Replacement bool `json:"replacement"`

@@ -20,11 +20,13 @@ type DatasetInfo struct {
 	File   string
 	Path   string // as opened
 	Format string
-	// Read is the items in the file; Skipped the ShareGPT conversations
-	// with no prompt and reply; Eligible those within the length filters;
-	// Used the prompts the phase holds (sampled from Eligible).
-	Read, Skipped, Eligible, Used int
-	Replacement                   bool
+	// Read is the items in the file (its conversations, or its lines
+	// that are not blank), and each is counted once more: Skipped, the
+	// ShareGPT conversations with no prompt and reply; Filtered, those
+	// outside the length filters; or Eligible, those within them. Used is
+	// the prompts the phase holds (sampled from Eligible).
+	Read, Skipped, Filtered, Eligible, Used int
+	Replacement                             bool
 	// Longest is the eligible item with the most prompt + output tokens
 	// (by workload.EstimateTokens), and its line.
 	Longest, LongestLine int
@@ -189,9 +191,15 @@ func sampleDataset(d *decoder, p *Phase, path string, info *DatasetInfo, rng *ra
 	var pool []*RequestSpec
 	var lines []int
 	fixed := p.Has("max_tokens")
+	seen := 0 // the items the scan gave, besides those it skipped
 	skipped, err := workload.ScanDataset(info.Path, f, pr.Format, func(it workload.Item) error {
-		info.Read++
-		if !withinFilters(pr, it) {
+		seen++
+		in, err := withinFilters(pr, it, info.Path)
+		if err != nil {
+			return err
+		}
+		if !in {
+			info.Filtered++
 			return nil
 		}
 		info.Eligible++
@@ -216,7 +224,7 @@ func sampleDataset(d *decoder, p *Phase, path string, info *DatasetInfo, rng *ra
 		}
 		return nil
 	})
-	info.Skipped = skipped
+	info.Read, info.Skipped = seen+skipped, skipped
 	if err != nil {
 		e.add(at, "%s.prompt.dataset: %v", path, err)
 		return nil, false
@@ -224,7 +232,7 @@ func sampleDataset(d *decoder, p *Phase, path string, info *DatasetInfo, rng *ra
 	if info.Eligible == 0 {
 		what := "holds no prompts"
 		if info.Read > 0 {
-			what = fmt.Sprintf("holds no prompts within the length filters (%d read)", info.Read)
+			what = fmt.Sprintf("holds no prompts within the length filters (%d read: %d skipped, %d outside the filters)", info.Read, info.Skipped, info.Filtered)
 		}
 		e.add(at, "%s.prompt.dataset: %s %s", path, info.Path, what)
 		return nil, false
@@ -236,13 +244,22 @@ func sampleDataset(d *decoder, p *Phase, path string, info *DatasetInfo, rng *ra
 	return pool, true
 }
 
-// withinFilters reports whether a dataset item passes the length filters;
-// an item with no known output length passes the output minimum.
-func withinFilters(pr *PromptSpec, it workload.Item) bool {
+// withinFilters reports whether a dataset item passes the length filters.
+// An item with no output length (a JSONL line without output_tokens)
+// under an output filter is an error at its line: the filter cannot tell,
+// and letting it through (or dropping it) would decide in silence.
+func withinFilters(pr *PromptSpec, it workload.Item, file string) (bool, error) {
+	if it.OutputTokens == 0 && (pr.MinOutputTokens > 0 || pr.MaxOutputTokens > 0) {
+		key := "min_output_tokens"
+		if pr.MinOutputTokens == 0 {
+			key = "max_output_tokens"
+		}
+		return false, fmt.Errorf("%s:%d: field \"output_tokens\": missing, and prompt.%s filters on it (give every line its output_tokens, or filter by prompt length only)", file, it.Line, key)
+	}
 	return !(pr.MinPromptTokens > 0 && it.PromptTokens < pr.MinPromptTokens ||
 		pr.MaxPromptTokens > 0 && it.PromptTokens > pr.MaxPromptTokens ||
-		pr.MinOutputTokens > 0 && it.OutputTokens > 0 && it.OutputTokens < pr.MinOutputTokens ||
-		pr.MaxOutputTokens > 0 && it.OutputTokens > pr.MaxOutputTokens)
+		pr.MinOutputTokens > 0 && it.OutputTokens < pr.MinOutputTokens ||
+		pr.MaxOutputTokens > 0 && it.OutputTokens > pr.MaxOutputTokens), nil
 }
 
 func messagesOf(ms []workload.Message) []MessageSpec {

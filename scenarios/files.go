@@ -14,9 +14,10 @@ const (
 	// MaxFileBytes bounds a scenario file and each included file: a
 	// scenario is a page of YAML, and loading cost grows with it.
 	MaxFileBytes = safefile.MaxScenarioBytes
-	// MaxDataBytes bounds a dataset, a trace or a prompt file; they are
-	// streamed, so this bounds time, not memory.
-	MaxDataBytes = safefile.MaxDataBytes
+	// MaxDataBytes bounds a dataset or a prompt file, MaxTraceBytes a
+	// trace; they are streamed, so this bounds time, not memory.
+	MaxDataBytes  = safefile.MaxDataBytes
+	MaxTraceBytes = safefile.MaxTraceBytes
 )
 
 // ErrTooLarge is returned for a file over its cap.

@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/workload"
@@ -50,6 +52,16 @@ func (t *TraceInfo) ReplayRate() float64 {
 	}
 	return float64(t.Requests-1) / span
 }
+
+// MaxTraceReplay bounds how long a trace phase's replay may last: the
+// window's span (its first request to its last) × the time scale. A week
+// of trace (Azure 2024's) replayed in real time is 7 days, and a month is
+// four times that; a replay past it could not finish in any CI job or
+// soak window, and the number behind it is a typo: a row a century off, a
+// speed of 1e-300. Past the bound the phase is refused at load, naming the
+// row and the key that scales it, rather than wait for months, or, past
+// what a time.Duration holds (292 years), wrap and send everything at once.
+const MaxTraceReplay = 30 * 24 * time.Hour
 
 var traceKeys = []string{"kind", "description", "trace", "requests", "max_tokens", "max_in_flight", "max_dispatch_lag", "seed", "max_error_rate"}
 
@@ -126,13 +138,41 @@ func checkTrace(d *decoder, p *Phase, path string) {
 		}
 		info.Scale = float64(s.Requests-1) / s.Span.Seconds() / t.Rate
 	}
+	if !checkReplay(e, t, tp, info) {
+		return
+	}
 	p.TraceInfo = info
+}
+
+// checkReplay refuses a time scale that would make the replay last past
+// MaxTraceReplay (or that is not a finite number), at the key that sets
+// the scale (trace.speed, trace.rate, else trace.file), naming the
+// window's last request.
+func checkReplay(e *errs, t *TraceSpec, tp string, info *TraceInfo) bool {
+	key, scale := "file", "at speed 1"
+	switch {
+	case t.Has("speed"):
+		key, scale = "speed", fmt.Sprintf("at speed %v", t.Speed)
+	case t.Has("rate"):
+		key, scale = "rate", fmt.Sprintf("at rate %v/s", t.Rate)
+	}
+	replay := info.Span.Seconds() * info.Scale // seconds; +Inf or NaN when the scale overflows
+	if !math.IsInf(info.Scale, 0) && replay <= MaxTraceReplay.Seconds() {
+		return true
+	}
+	after := "would be sent " + workload.SpanText(replay) + " after its first"
+	if math.IsInf(replay, 0) || math.IsNaN(replay) {
+		after = "would be sent after its first by more than a number can hold"
+	}
+	e.add(t.At(key), "%s.%s: %s the window's last request (%s:%d, %v after its first in the trace) %s, over the bound of %s a replay may last; give a larger speed or rate, or narrow the window (trace.from, trace.to, requests)",
+		tp, key, scale, info.Path, info.LastLine, workload.SpanText(info.Span.Seconds()), after, workload.SpanText(MaxTraceReplay.Seconds()))
+	return false
 }
 
 // summarizeTrace opens the trace by the rules of every file a scenario
 // names (openNamed) and streams it once.
 func summarizeTrace(d *decoder, at Pos, full string, t *TraceSpec, limit int) (workload.TraceSummary, string, error) {
-	f, err := d.openNamed(at, full, "trace", MaxDataBytes)
+	f, err := d.openNamed(at, full, "trace", MaxTraceBytes)
 	if err != nil {
 		return workload.TraceSummary{}, "", err
 	}

@@ -46,7 +46,8 @@ type Item struct {
 
 // ReadDataset streams the items of a dataset file to fn, in file order.
 // skipped counts ShareGPT conversations with no human turn followed by a
-// reply (ShareGPT holds many; they are not errors). fn's error stops it.
+// reply (ShareGPT holds many; they are not errors), which fn never sees:
+// the file holds the items fn saw plus skipped. fn's error stops it.
 // The file must be a regular file of at most safefile.MaxDataBytes.
 func ReadDataset(name, format string, fn func(Item) error) (skipped int, err error) {
 	f, err := safefile.Open(name, safefile.Rules{What: "dataset"})
@@ -70,7 +71,7 @@ func ScanDataset(name string, r io.Reader, format string, fn func(Item) error) (
 }
 
 func readJSONL(name string, r io.Reader, fn func(Item) error) error {
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(skipBOM(r))
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
 	line := 0
 	for sc.Scan() {
@@ -125,7 +126,7 @@ func readJSONL(name string, r io.Reader, fn func(Item) error) error {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, MaxLineBytes)
+			return fmt.Errorf("%s:%d: %w", name, line+1, errLineTooLong)
 		}
 		return fmt.Errorf("%s: %v", name, err)
 	}
@@ -162,7 +163,7 @@ func (l *lineTracker) lineAt(off int64) int {
 }
 
 func readShareGPT(name string, r io.Reader, fn func(Item) error) (int, error) {
-	lt := &lineTracker{r: bufio.NewReader(r), baseLine: 1, limit: MaxItemBytes}
+	lt := &lineTracker{r: skipBOM(r), baseLine: 1, limit: MaxItemBytes}
 	dec := json.NewDecoder(lt)
 	tok, err := dec.Token()
 	if err == io.EOF {
@@ -196,13 +197,15 @@ func readShareGPT(name string, r io.Reader, fn func(Item) error) (int, error) {
 		if conv.Conversations == nil {
 			return skipped, fmt.Errorf("%s:%d: conversation %d: field \"conversations\": missing (ShareGPT items are {\"conversations\": [{\"from\": \"human\", \"value\": ...}, ...]})", name, line, i)
 		}
+		// The prompt is the first human turn that a reply follows: a
+		// human turn answered by another human turn is passed over.
 		it := Item{Line: line}
 		ok := false
 		for j, t := range conv.Conversations {
 			if (t.From == "human" || t.From == "user") && strings.TrimSpace(t.Value) != "" && j+1 < len(conv.Conversations) {
 				reply := conv.Conversations[j+1]
 				if reply.From != "gpt" && reply.From != "assistant" && reply.From != "chatgpt" {
-					break
+					continue
 				}
 				it.Prompt = t.Value
 				it.PromptTokens = EstimateTokens(t.Value)

@@ -38,6 +38,22 @@ const MaxLineBytes = 4 << 20
 // MaxHashIDs bounds the hash_ids of one Mooncake request.
 const MaxHashIDs = 1 << 16
 
+// MaxTraceOffset bounds how long after a trace's first request any of its
+// requests may come, in the trace's own time. Public traces span an hour
+// (Azure 2023, Mooncake) to a week (Azure 2024) or months (BurstGPT); ten
+// years is far past any of them and far inside what time.Duration holds
+// (292 years), so every offset, and the difference of any two, is exact.
+// A timestamp past it (a row dated 9999, a timestamp of 1e300 ms) is a
+// typo or a different unit, an error at its line: unchecked, it would
+// saturate or wrap and be replayed at once, or read as going backwards.
+const MaxTraceOffset = 3650 * 24 * time.Hour
+
+// MaxTraceTokens bounds a trace request's input and output sizes: the
+// largest context window a model offers is 10 million tokens, and a
+// replay builds each prompt of that many words (about 50 MB), so a size
+// past it could only exhaust memory, never be served.
+const MaxTraceTokens = 10_000_000
+
 // Entry is one request of a trace.
 type Entry struct {
 	// Line is the entry's line in the file (1-based).
@@ -62,13 +78,18 @@ type TraceReader struct {
 	line   int
 	first  *time.Time // the CSV formats' first absolute timestamp
 	firstF *float64   // the first relative timestamp
-	last   time.Duration
+	// firstLine is the first request's line, for errors that measure
+	// from it; layout is the Azure layout that parsed the last timestamp
+	// (a file has one), tried first.
+	firstLine int
+	layout    int
+	last      time.Duration
 }
 
 // OpenTrace opens name as a trace of format: a regular file of at most
-// safefile.MaxDataBytes.
+// safefile.MaxTraceBytes.
 func OpenTrace(name, format string) (*TraceReader, error) {
-	f, err := safefile.Open(name, safefile.Rules{What: "trace"})
+	f, err := safefile.Open(name, safefile.Rules{What: "trace", Limit: safefile.MaxTraceBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -82,10 +103,12 @@ func NewTraceReader(name string, f io.ReadCloser, format string) (*TraceReader, 
 	t := &TraceReader{name: name, format: format, f: f}
 	switch format {
 	case FormatMooncake:
-		t.sc = bufio.NewScanner(f)
+		t.sc = bufio.NewScanner(skipBOM(f))
 		t.sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
 	case FormatBurstGPT, FormatAzure:
-		t.csv = csv.NewReader(bufio.NewReader(f))
+		// encoding/csv buffers a whole line whatever its length: the
+		// limit holds its lines to MaxLineBytes, as a Scanner's are.
+		t.csv = csv.NewReader(&lineLimit{r: skipBOM(f), max: MaxLineBytes})
 		t.csv.ReuseRecord = true
 		t.csv.FieldsPerRecord = -1
 		if err := t.header(); err != nil {
@@ -115,12 +138,12 @@ func (t *TraceReader) header() error {
 		return fmt.Errorf("%s: empty trace (no header line)", t.name)
 	}
 	if err != nil {
-		return fmt.Errorf("%s:%d: %v", t.name, t.line, err)
+		return fmt.Errorf("%s:%d: %w", t.name, t.line, err)
 	}
 	t.cols = map[string]int{}
 	want := csvColumns[t.format]
 	for i, c := range rec {
-		c = strings.TrimSpace(strings.TrimPrefix(c, "\ufeff"))
+		c = strings.TrimSpace(c)
 		for k, names := range want {
 			for _, n := range names {
 				if strings.EqualFold(c, n) {
@@ -157,11 +180,62 @@ func (t *TraceReader) Next() (Entry, error) {
 	return e, nil
 }
 
-func (t *TraceReader) relative(v float64, unit time.Duration) time.Duration {
+// relative is timestamp v, in unit, as an offset from the first request's
+// (read from field, whose text is raw).
+func (t *TraceReader) relative(line int, v float64, unit time.Duration, field, raw string) (time.Duration, error) {
 	if t.firstF == nil {
-		t.firstF = &v
+		t.firstF, t.firstLine = &v, line
 	}
-	return time.Duration(math.Round((v - *t.firstF) * float64(unit)))
+	return t.offset(line, (v-*t.firstF)*float64(unit), field, raw)
+}
+
+// offset is ns nanoseconds from the first request as a Duration, refused
+// past MaxTraceOffset either way: computed in floating point, so that a
+// timestamp past what a Duration holds is caught before it could wrap.
+func (t *TraceReader) offset(line int, ns float64, field, raw string) (time.Duration, error) {
+	bound := float64(MaxTraceOffset)
+	switch {
+	case ns > bound || math.IsNaN(ns):
+		return 0, fmt.Errorf("%s:%d: field %q: %s is %s after the first request (line %d), over the bound of %s (%g years) a trace may span%s",
+			t.name, line, field, safefile.Excerpt(raw), SpanText(ns/1e9), t.firstLine, SpanText(bound/1e9), bound/float64(365*24*time.Hour), t.unitHint())
+	case ns < -bound:
+		return 0, fmt.Errorf("%s:%d: timestamp goes backwards (%s before the first request, line %d); sort the trace by time", t.name, line, SpanText(-ns/1e9), t.firstLine)
+	}
+	return time.Duration(math.Round(ns)), nil
+}
+
+// numberText writes a number read from JSON as it was likely written:
+// whole numbers in full, up to where floating point would print them so.
+func numberText(v float64) string {
+	if math.Abs(v) < 1e21 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// unitHint asks, of the formats whose timestamps are numbers, whether one
+// past the bound is in another unit.
+func (t *TraceReader) unitHint() string {
+	switch t.format {
+	case FormatMooncake:
+		return " (its timestamps are milliseconds from any origin)"
+	case FormatBurstGPT:
+		return " (its timestamps are seconds from any origin)"
+	}
+	return ""
+}
+
+// SpanText writes a span of seconds for a message: as a duration up to two
+// days, else in days (and years past MaxTraceOffset), so even 1e300 reads.
+func SpanText(seconds float64) string {
+	const day = 24 * 3600
+	switch {
+	case seconds < 2*day:
+		return time.Duration(seconds * float64(time.Second)).Round(time.Millisecond).String()
+	case seconds <= MaxTraceOffset.Seconds():
+		return fmt.Sprintf("%.4g days", seconds/day)
+	}
+	return fmt.Sprintf("%.4g days (%.4g years)", seconds/day, seconds/day/365)
 }
 
 func (t *TraceReader) nextMooncake() (Entry, error) {
@@ -205,12 +279,13 @@ func (t *TraceReader) nextMooncake() (Entry, error) {
 		if *raw.Timestamp < 0 || math.IsNaN(*raw.Timestamp) || math.IsInf(*raw.Timestamp, 0) {
 			return e, fmt.Errorf("%s:%d: field \"timestamp\": must be milliseconds ≥ 0, got %v", t.name, t.line, *raw.Timestamp)
 		}
-		e.Offset = t.relative(*raw.Timestamp, time.Millisecond)
-		return e, nil
+		var err error
+		e.Offset, err = t.relative(t.line, *raw.Timestamp, time.Millisecond, "timestamp", numberText(*raw.Timestamp))
+		return e, err
 	}
 	if err := t.sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return Entry{}, fmt.Errorf("%s:%d: line longer than %d bytes", t.name, t.line+1, MaxLineBytes)
+			return Entry{}, fmt.Errorf("%s:%d: %w", t.name, t.line+1, errLineTooLong)
 		}
 		return Entry{}, fmt.Errorf("%s: %v", t.name, err)
 	}
@@ -218,11 +293,16 @@ func (t *TraceReader) nextMooncake() (Entry, error) {
 }
 
 func (t *TraceReader) sizes(e Entry) error {
-	if e.InputTokens < 1 {
-		return fmt.Errorf("%s:%d: field %q: must be at least 1, got %d", t.name, e.Line, t.inputName(), e.InputTokens)
-	}
-	if e.OutputTokens < 1 {
-		return fmt.Errorf("%s:%d: field %q: must be at least 1, got %d", t.name, e.Line, t.outputName(), e.OutputTokens)
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{t.inputName(), e.InputTokens}, {t.outputName(), e.OutputTokens}} {
+		if f.n < 1 {
+			return fmt.Errorf("%s:%d: field %q: must be at least 1, got %d", t.name, e.Line, f.name, f.n)
+		}
+		if f.n > MaxTraceTokens {
+			return fmt.Errorf("%s:%d: field %q: %d tokens is over the bound of %d a trace request may have (the largest context window of any model)", t.name, e.Line, f.name, f.n, MaxTraceTokens)
+		}
 	}
 	return nil
 }
@@ -241,8 +321,25 @@ func (t *TraceReader) outputName() string {
 	return "output_length"
 }
 
-// Azure timestamps: "2023-11-16 18:15:46.6805900" (7 fractional digits).
-var azureLayouts = []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", time.RFC3339Nano}
+// Azure timestamps: the 2023 traces write "2023-11-16 18:15:46.6805900"
+// (no zone, 7 fractional digits: read as UTC), the 2024 ones
+// "2024-05-10 00:00:00.009930+00:00" (6 digits and an offset, and none
+// when the fraction is 0). Parsing accepts any fraction after the
+// seconds, so one layout of each serves; RFC 3339 for converted files.
+var azureLayouts = []string{"2006-01-02 15:04:05", "2006-01-02 15:04:05Z07:00", time.RFC3339Nano}
+
+// parseAzure parses an Azure timestamp, trying the layout that parsed the
+// last one first.
+func (t *TraceReader) parseAzure(ts string) (time.Time, bool) {
+	for k := range azureLayouts {
+		i := (t.layout + k) % len(azureLayouts)
+		if at, err := time.Parse(azureLayouts[i], ts); err == nil {
+			t.layout = i
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
 
 func (t *TraceReader) nextCSV() (Entry, error) {
 	for {
@@ -254,9 +351,9 @@ func (t *TraceReader) nextCSV() (Entry, error) {
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				return Entry{}, fmt.Errorf("%s:%d: %v", t.name, pe.Line, pe.Err)
+				return Entry{}, fmt.Errorf("%s:%d: %w", t.name, pe.Line, pe.Err)
 			}
-			return Entry{}, fmt.Errorf("%s:%d: %v", t.name, t.line, err)
+			return Entry{}, fmt.Errorf("%s:%d: %w", t.name, t.line, err)
 		}
 		line, _ := t.csv.FieldPos(0)
 		t.line = line
@@ -292,25 +389,26 @@ func (t *TraceReader) nextCSV() (Entry, error) {
 		}
 		if t.format == FormatBurstGPT {
 			v, err := strconv.ParseFloat(ts, 64)
-			if err != nil || v < 0 || math.IsInf(v, 0) {
+			if err != nil || !(v >= 0) || math.IsInf(v, 0) {
 				return e, fmt.Errorf("%s:%d: field \"Timestamp\": %s is not seconds ≥ 0", t.name, t.line, safefile.Excerpt(ts))
 			}
-			e.Offset = t.relative(v, time.Second)
-		} else {
-			var at time.Time
-			var perr error
-			for _, l := range azureLayouts {
-				if at, perr = time.Parse(l, ts); perr == nil {
-					break
-				}
+			if e.Offset, err = t.relative(t.line, v, time.Second, "Timestamp", ts); err != nil {
+				return e, err
 			}
-			if perr != nil {
-				return e, fmt.Errorf("%s:%d: field \"TIMESTAMP\": %s is not a time such as 2023-11-16 18:15:46.6805900", t.name, t.line, safefile.Excerpt(ts))
+		} else {
+			at, ok := t.parseAzure(ts)
+			if !ok {
+				return e, fmt.Errorf("%s:%d: field \"TIMESTAMP\": %s is not a time such as 2023-11-16 18:15:46.6805900 or 2024-05-10 00:00:00.009930+00:00", t.name, t.line, safefile.Excerpt(ts))
 			}
 			if t.first == nil {
-				t.first = &at
+				t.first, t.firstLine = &at, t.line
 			}
-			e.Offset = at.Sub(*t.first)
+			// In seconds and nanoseconds apart: Sub saturates at 292
+			// years, and a row dated 9999 must read as what it is.
+			ns := float64(at.Unix()-t.first.Unix())*1e9 + float64(at.Nanosecond()-t.first.Nanosecond())
+			if e.Offset, err = t.offset(t.line, ns, "TIMESTAMP", ts); err != nil {
+				return e, err
+			}
 		}
 		// BurstGPT logs failed requests with 0 response tokens: they are
 		// replayed asking for one.
@@ -330,8 +428,10 @@ type TraceSummary struct {
 	// last of their offsets (before any time scale).
 	Requests int
 	Span     time.Duration
-	// First is the first entry's offset in the window.
-	First time.Duration
+	// First is the first entry's offset in the window; LastLine the
+	// line of its last.
+	First    time.Duration
+	LastLine int
 	// MaxInputTokens is the longest prompt.
 	MaxInputTokens, MaxOutputTokens int
 	// MaxContextLine is the line of the longest prompt + answer.
@@ -369,7 +469,7 @@ func (t *TraceReader) Summarize(from, to time.Duration, limit int) (TraceSummary
 			s.First = e.Offset
 		}
 		s.Requests++
-		last = e.Offset
+		last, s.LastLine = e.Offset, e.Line
 		s.MaxInputTokens = max(s.MaxInputTokens, e.InputTokens)
 		s.MaxOutputTokens = max(s.MaxOutputTokens, e.OutputTokens)
 		if c := e.InputTokens + e.OutputTokens; c > s.MaxContext {

@@ -100,9 +100,45 @@ func (o *shardOptions) resolve(lookup func(string) (string, bool), stderr io.Wri
 		if err != nil {
 			return nil, fmt.Errorf("%w: --start-at %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z: %w", errShard, o.startAt, err)
 		}
+		if err := checkStartAt(t, time.Now()); err != nil {
+			return nil, fmt.Errorf("%w: --start-at %s: %w", errShard, o.startAt, err)
+		}
 		sh.StartAt = t
 	}
 	return sh, nil
+}
+
+// The window a --start-at must fall in, around the time the shard is
+// started. Ahead: the recipes start shards one (Kubernetes) to five
+// (GitHub) minutes ahead, and a start planned for tonight is hours ahead;
+// a day covers any of them, and past it the time is a typo (another year,
+// a date for a time zone off by a day) that would hold the runner,
+// silently, until then. Behind: a shard that starts late begins at once
+// and its lateness is measured (start_lateness_ms; a merge judges it
+// against --max-start-lateness), but one already ten minutes late before
+// it has loaded its scenario would send ten minutes of open-loop arrivals
+// at once, which no merge could use; further back still, the time is
+// stale (a Job re-applied with an old start) or mistyped.
+const (
+	maxStartAhead  = 24 * time.Hour
+	maxStartBehind = 10 * time.Minute
+)
+
+// errStartAt is a --start-at outside the window around now.
+var errStartAt = errors.New("start time out of range")
+
+// checkStartAt refuses a start more than maxStartAhead after now or more
+// than maxStartBehind before it.
+func checkStartAt(at, now time.Time) error {
+	now = now.Round(0) // the wall clock: a start time is one
+	ahead := fmt.Sprintf("%g h", maxStartAhead.Hours())
+	switch {
+	case at.After(now.Add(maxStartAhead)):
+		return fmt.Errorf("%w: more than %s after now (%s); the shards would wait until then. Give a start at most %s ahead, e.g. a minute from now", errStartAt, ahead, now.UTC().Format(time.RFC3339), ahead)
+	case at.Before(now.Add(-maxStartBehind)):
+		return fmt.Errorf("%w: more than %s before now (%s): a shard this late would send every arrival it missed at once. Give a start a little ahead of the slowest shard's start (and accept small lateness with merge --max-start-lateness)", errStartAt, fmt.Sprintf("%g min", maxStartBehind.Minutes()), now.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // maxRunID bounds a run id: a Job's uid is 36 characters, a CI run's

@@ -36,6 +36,6 @@ func datasetReport(p *scenarios.Phase) *report.Dataset {
 		}
 		_ = h.Add(float64(n))
 	}
-	return &report.Dataset{File: d.File, Format: d.Format, Read: d.Read, Skipped: d.Skipped, Eligible: d.Eligible, Used: d.Used,
+	return &report.Dataset{File: d.File, Format: d.Format, Read: d.Read, Skipped: d.Skipped, Filtered: &d.Filtered, Eligible: d.Eligible, Used: d.Used,
 		Replacement: d.Replacement, EstimatedPromptTokens: report.StatFrom(h)}
 }

@@ -63,12 +63,20 @@ type tracedRequest struct {
 func (s *traceSchedule) Offset(i int) time.Duration {
 	for s.read <= i {
 		e, err := s.next()
+		switch {
+		case err == io.EOF:
+			err = fmt.Errorf("%w: the trace ended after %d of the %d requests found when the scenario loaded (did it change?)", ErrPhase, s.read, s.info.Requests)
+		case err == nil:
+			// Load bounded the window's span × the scale (see
+			// scenarios.MaxTraceReplay): an offset past the span is a
+			// file that changed since, and scaled it could overflow.
+			if d := e.Offset - s.info.First; d < 0 || d > s.info.Span {
+				err = fmt.Errorf("%w: %s:%d: %v into the window, past its last request (%v) when the scenario loaded (did the trace change?)", ErrPhase, s.info.Path, e.Line, d, s.info.Span)
+			}
+		}
 		if err != nil {
 			s.mu.Lock()
 			if s.err == nil {
-				if err == io.EOF {
-					err = fmt.Errorf("%w: the trace ended after %d of the %d requests found when the scenario loaded (did it change?)", ErrPhase, s.read, s.info.Requests)
-				}
 				s.err = err
 			}
 			s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -231,4 +232,33 @@ phases:
 	tr := r.Phases["replay"].Trace
 	t.Logf("replay of %d requests at %.0f req/s: arrival at the simulator vs the trace's timestamp: p50 %.3f ms, p99 %.3f ms, max %.3f ms; client queue_ms p50 %.3f p99 %.3f; achieved %.2f req/s",
 		n, rate, q(50), q(99), late[n-1], *tr.QueueMS.P50, *tr.QueueMS.P99, *tr.AchievedRatePerS)
+}
+
+// A trace that changed after the scenario loaded, so that a request now
+// lies past the window's span (which load bounded, scaled, by
+// scenarios.MaxTraceReplay), ends the replay with an error naming its
+// line: it is not scheduled years ahead, nor wrapped to be sent at once.
+func TestTraceChangedAfterLoad(t *testing.T) {
+	_, url := startSim(t, sim.Config{DecodeStep: time.Millisecond})
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	line := func(ms string) string {
+		return `{"timestamp": ` + ms + `, "input_length": 4, "output_length": 2}` + "\n"
+	}
+	if err := os.WriteFile(path, []byte(line("0")+line("10")+line("20")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := parse(t, fmt.Sprintf(`
+targets:
+  s: {kind: openai, base_url: %q, metrics: false, metadata: false}
+phases:
+  replay: {kind: trace, trace: {file: %q}}
+`, url, path), nil)
+	// Three years later, within the trace's own bound: past the span load found.
+	if err := os.WriteFile(path, []byte(line("0")+line("10")+line("100000000000")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runFirst(t, sc, nil)
+	if err == nil || !errors.Is(err, ErrPhase) || !strings.Contains(err.Error(), path+":3: 27777h46m40s into the window, past its last request (20ms) when the scenario loaded (did the trace change?)") {
+		t.Fatalf("error %v: want ErrPhase naming line 3 and the change", err)
+	}
 }

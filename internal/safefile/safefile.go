@@ -23,10 +23,14 @@ import (
 // Caps on what is read of one file. A scenario (and each included file)
 // is a page of YAML; datasets, traces and prompt files may be large but
 // are streamed; a report with samples is a few hundred MiB at most; a CA
-// bundle a few hundred KiB.
+// bundle a few hundred KiB. Traces have a cap of their own: the public
+// ones are long logs, and Azure's 2024 conversation week is 1.14 GB, over
+// the cap of a dataset; 4 GiB holds over three times that, and streaming
+// it (twice: at load and while it replays) costs time, not memory.
 const (
 	MaxScenarioBytes = 1 << 20
 	MaxDataBytes     = 1 << 30
+	MaxTraceBytes    = 4 << 30
 	MaxReportBytes   = 512 << 20
 	MaxCAFileBytes   = 16 << 20
 )
