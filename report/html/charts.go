@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/report"
@@ -87,6 +88,7 @@ func (c *charts) sections() []section {
 	all := []section{
 		{ID: "performance", Title: "Prefill, decode and prefix cache", Figures: concat(c.ttftByPrompt(), c.decodeRate(), c.prefixCache())},
 		{ID: "load", Title: "Load sweeps", Figures: c.sweeps()},
+		{ID: "turns", Title: "Turn by turn", Note: "A sessions phase turn by turn (each turn resends the history so far), an agent phase step by step.", Figures: c.turns()},
 		{ID: "capacity", Title: "Capacity", Note: "Each probe's objective statistic against the load it offered.", Figures: c.capacity()},
 		{ID: "breakdown", Title: "Seam latency breakdown", Note: "Mean time per transfer spent in each step, from the samples.", Figures: c.seamBreakdown()},
 		{ID: "cdf", Title: "Latency distributions", Figures: c.cdfs()},
@@ -290,6 +292,104 @@ func (c *charts) prefixCache() []figure {
 	return []figure{ch.figure("fresh: a prompt never seen; identical: the same prompt again; small_suffix: the same prefix with a few new tokens. Bar: p50; whisker up to p95. Lower is better.")}
 }
 
+// turnSplits are the splits of a conversation phase by position: a
+// sessions phase by turn, an agent phase by step.
+var turnSplits = []struct {
+	label string
+	of    func(*report.Phase) map[string]*report.Point
+}{
+	{"turn", func(p *report.Phase) map[string]*report.Point { return p.ByTurn }},
+	{"step", func(p *report.Phase) map[string]*report.Point { return p.ByStep }},
+}
+
+// turns draws each conversation phase turn by turn (or step by step):
+// TTFT, and the prompt and cached tokens that explain it, against the
+// turn's index, the baseline dashed beside it.
+func (c *charts) turns() []figure {
+	var figs []figure
+	for _, rn := range c.r.RunNames() {
+		run := c.r.Runs[rn]
+		for _, pn := range run.PhaseNames() {
+			for _, sp := range turnSplits {
+				cur := sp.of(run.Phases[pn])
+				if len(cur) < 2 {
+					continue // one turn is a number, not a curve
+				}
+				var old map[string]*report.Point
+				if bp := phaseOf(c.base, rn, pn); bp != nil {
+					old = sp.of(bp)
+				}
+				figs = append(figs, c.turnFigures(rn, pn, sp.label, cur, old)...)
+			}
+		}
+	}
+	return figs
+}
+
+// turnStat is one statistic drawn per turn.
+type turnStat struct {
+	name string
+	stat func(*report.ServingMetrics) *report.Stat
+	mean bool // the mean (token counts), else p50 with a whisker to p95
+}
+
+func (c *charts) turnFigures(rn, pn, by string, cur, old map[string]*report.Point) []figure {
+	x := axis{Label: by, Whole: true}
+	where := rn + " · " + pn
+	draw := func(name string, color int, base bool, m map[string]*report.Point, st turnStat) series {
+		s := series{Name: name, Color: color, Marker: color, Old: base}
+		if base {
+			s.Name += " (baseline)"
+		}
+		for _, k := range report.PointKeys(m) {
+			n, err := strconv.Atoi(k)
+			p := m[k]
+			if err != nil || p.ServingMetrics == nil {
+				continue
+			}
+			v := st.stat(p.ServingMetrics)
+			if v == nil || v.Count == 0 {
+				continue
+			}
+			if st.mean {
+				if v.Mean != nil {
+					s.Pts = append(s.Pts, pt(float64(n), *v.Mean, fmt.Sprintf("%s %d: %s mean %s (n=%d)", by, n, st.name, fmtNum(*v.Mean), v.Count)))
+				}
+				continue
+			}
+			q := pt(float64(n), val(v.P50), fmt.Sprintf("%s %d: %s p50 %s ms, p95 %s ms (n=%d)", by, n, st.name, fmtNum(val(v.P50)), fmtNum(val(v.P95)), v.Count))
+			q.Lo, q.Hi = val(v.P50), val(v.P95)
+			s.Pts = append(s.Pts, q)
+		}
+		return s
+	}
+	both := func(ss []series, name string, color int, st turnStat) []series {
+		if s := draw(name, color, false, cur, st); len(s.Pts) > 0 {
+			ss = append(ss, s)
+			if o := draw(name, color, true, old, st); len(o.Pts) > 0 {
+				ss = append(ss, o)
+			}
+		}
+		return ss
+	}
+	var figs []figure
+	ttft := turnStat{"TTFT", func(m *report.ServingMetrics) *report.Stat { return &m.TTFTMS }, false}
+	if ss := both(nil, rn, c.color[rn], ttft); len(ss) > 0 {
+		ch := lineChart{Title: fmt.Sprintf("Time to first token by %s — %s", by, where), X: x,
+			Y: axis{Label: "TTFT", Unit: "ms", Zero: true}, Series: ss}
+		figs = append(figs, ch.figure(fmt.Sprintf("Marker: p50 over the phase's %ss of that index; whisker up to p95.", by)))
+	}
+	var ss []series
+	ss = both(ss, "prompt tokens", 0, turnStat{"prompt tokens", func(m *report.ServingMetrics) *report.Stat { return &m.PromptTokens }, true})
+	ss = both(ss, "cached tokens", 2, turnStat{"cached tokens", func(m *report.ServingMetrics) *report.Stat { return &m.CachedTokens }, true})
+	if len(ss) > 0 {
+		ch := lineChart{Title: fmt.Sprintf("Prompt and cached tokens by %s — %s", by, where), X: x,
+			Y: axis{Label: "mean per request", Unit: "tokens", Zero: true}, Series: ss}
+		figs = append(figs, ch.figure("The prompt grows with the history; with a prefix cache, so do the cached tokens, and TTFT stays flat."))
+	}
+	return figs
+}
+
 // sweepAxis is an x axis of a load sweep: concurrency or offered rate.
 type sweepAxis struct {
 	axis
@@ -298,7 +398,7 @@ type sweepAxis struct {
 
 func sweepAxes() []sweepAxis {
 	return []sweepAxis{
-		{axis{Label: "concurrency", Unit: "streams", Zero: true}, func(lp *report.LoadPoint) (float64, bool) {
+		{axis{Label: "concurrency", Unit: "streams", Zero: true, Log2: true}, func(lp *report.LoadPoint) (float64, bool) {
 			return float64(lp.Concurrency), lp.Concurrency > 0
 		}},
 		{axis{Label: "rate", Unit: "req/s", Zero: true}, func(lp *report.LoadPoint) (float64, bool) { return lp.Rate, lp.Rate > 0 }},

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,6 +73,7 @@ type page struct {
 	SeamRun           *runView // the first seam run, whose target configuration is shown
 	SeamRows          []seamRow
 	Sections          []section
+	RunCards          bool // some run has a card in the Runs section
 }
 
 type badge struct{ Text, Class, Icon string }
@@ -157,6 +159,10 @@ func build(r, base *report.Report) page {
 			p.SeamRows = append(p.SeamRows, row)
 		}
 	}
+	p.RunCards = len(p.SeamRows) > 0
+	for _, v := range p.Runs {
+		p.RunCards = p.RunCards || !v.Seam && !v.Empty()
+	}
 	p.Sections = newCharts(r, base).sections()
 	return p
 }
@@ -231,6 +237,9 @@ func gateRows(r, base *report.Report) ([]gateRow, string) {
 		counts[g.Status]++
 		row := gateRow{Name: g.Name, Description: g.Description, Expr: strings.TrimSpace(g.Expr), Message: g.Message,
 			Status: statusBadge(g.Status), Optional: g.Optional}
+		if restates(g) {
+			row.Message = "" // the false comparisons below say it, with their values
+		}
 		if s, ok := old[g.Name]; ok {
 			b := statusBadge(s)
 			row.Old = &b
@@ -258,6 +267,31 @@ func gateRows(r, base *report.Report) ([]gateRow, string) {
 		}
 	}
 	return rows, strings.Join(parts, ", ")
+}
+
+// restates reports whether a failed gate's message only restates its
+// false comparisons ("expr: 6.78 <= 0.88 is false", as gates writes it when
+// nothing else failed), which the row already shows: the message of a
+// no_regression failure, of an error or of a skipped gate says more.
+func restates(g report.GateResult) bool {
+	if g.Status != report.StatusFail || g.Message == "" {
+		return false
+	}
+	var exprs []string
+	for _, o := range g.Observations {
+		if !o.Result {
+			exprs = append(exprs, o.Expr+": ")
+		}
+	}
+	if len(exprs) == 0 {
+		return false
+	}
+	for _, part := range strings.Split(g.Message, "; ") {
+		if !strings.HasSuffix(part, " is false") || !slices.ContainsFunc(exprs, func(e string) bool { return strings.HasPrefix(part, e) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // Deltas.
@@ -309,8 +343,14 @@ type runView struct {
 	ServingRows                       []view.LiveRow
 	Points                            []view.LoadRow
 	SeamRows                          []seamRow
+	Capacity                          []capacityView
 	Notes                             []string
 	Extra                             []kv // seam run facts
+}
+
+// Empty: the run has nothing for its card (a phase kind with no table).
+func (v runView) Empty() bool {
+	return v.Error == "" && !v.Failed && len(v.ServingRows) == 0 && len(v.Points) == 0 && len(v.Capacity) == 0 && len(v.Notes) == 0
 }
 
 type targetView struct {
@@ -379,6 +419,7 @@ func runViews(r *report.Report) []runView {
 				v.Notes = append(v.Notes, n.Phase+": "+n.Text)
 			}
 		}
+		v.Capacity = capacityViews(run)
 		for _, pn := range run.PhaseNames() {
 			p := run.Phases[pn]
 			if p.SeamMetrics != nil {

@@ -25,10 +25,17 @@ import (
 // runExample runs an example scenario for real, gates judged, as the CLI does.
 func runExample(t *testing.T, name string) *report.Report {
 	t.Helper()
+	return runExampleGated(t, name)
+}
+
+// runExampleGated runs an example scenario with more gates than its own.
+func runExampleGated(t *testing.T, name string, more ...*scenarios.Gate) *report.Report {
+	t.Helper()
 	sc, err := scenarios.Load(filepath.Join("..", "..", "examples", name), scenarios.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc.Gates = append(sc.Gates, more...)
 	r := engine.New(sc, engine.Options{ToolVersion: "test"})
 	if err := engine.Run(context.Background(), sc, r, engine.Options{ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
@@ -145,7 +152,9 @@ func parseCharts(t *testing.T, page string) []svgChart {
 	return charts
 }
 
-var unitRE = regexp.MustCompile(`\((ms|tokens|tokens/s|%|req/s|streams)\)$`)
+// unitRE is an axis title's unit; a turn or a step is a position, a count
+// with none.
+var unitRE = regexp.MustCompile(`\((ms|tokens|tokens/s|%|req/s|streams)\)$|^(turn|step)$`)
 
 // checkPage runs the structural checks every rendered page must pass.
 func checkPage(t *testing.T, page string, r *report.Report, wantCharts []string) {

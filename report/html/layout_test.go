@@ -30,6 +30,18 @@ import (
 // layoutWidths are a phone and a laptop.
 var layoutWidths = []int{390, 1280}
 
+// colorSchemes are the page's two themes, as prefers-color-scheme picks
+// them: Chromium's --force-dark-mode sets the media feature to dark (and
+// the blink setting makes sure of it); its automatic darkening of pages
+// stays off, so what is measured is the page's own dark CSS.
+var colorSchemes = []struct {
+	name string
+	args []string
+}{
+	{"light", nil},
+	{"dark", []string{"--force-dark-mode", "--blink-settings=preferredColorScheme=0"}},
+}
+
 // minSVGTextPx is the smallest on-screen size of any chart text.
 const minSVGTextPx = 11
 
@@ -63,6 +75,59 @@ window.addEventListener("load", function () {
     out.svgTexts++;
     if (px < out.minSVGTextPx) { out.minSVGTextPx = px; out.minSVGText = t.textContent.slice(0, 40); }
   });
+  var bg = w.getComputedStyle(d.body).backgroundColor.match(/[\d.]+/g).map(Number);
+  out.dark = (bg[0] + bg[1] + bg[2]) / 3 < 128;
+  // A frame that scrolls sideways hides what is past its edge: on a phone
+  // none may (tables are cards there).
+  out.sideways = [];
+  d.querySelectorAll(".tablewrap, pre").forEach(function (e) {
+    if (e.getClientRects().length && e.scrollWidth > e.clientWidth + 1 && out.sideways.length < 8)
+      out.sideways.push(e.tagName.toLowerCase() + "." + e.className + " " + e.scrollWidth + ">" + e.clientWidth + ": " + e.textContent.trim().slice(0, 60));
+  });
+  // Text cut off by a frame that clips or scrolls it: each line box of each
+  // text node, against the nearest ancestor that does not let it show.
+  out.clipped = []; out.gateTexts = 0;
+  var walk = d.createTreeWalker(d.body, NodeFilter.SHOW_TEXT);
+  for (var n = walk.nextNode(); n; n = walk.nextNode()) {
+    if (!n.textContent.trim() || n.parentElement.closest("svg, script, style")) continue;
+    var rg = d.createRange(); rg.selectNodeContents(n);
+    var rects = rg.getClientRects();
+    if (!rects.length) continue;
+    var gate = !!n.parentElement.closest("table.gates");
+    if (gate) out.gateTexts++;
+    var clip = null;
+    for (var p = n.parentElement; p && p !== d.body; p = p.parentElement) {
+      if (w.getComputedStyle(p).overflowX !== "visible") { clip = p; break; }
+    }
+    var box = clip ? clip.getBoundingClientRect() : {left: 0, right: w.innerWidth};
+    for (var i = 0; i < rects.length; i++) {
+      var r = rects[i];
+      if (r.width && (r.right > box.right + 1 || r.left < box.left - 1) && out.clipped.length < 8) {
+        out.clipped.push((gate ? "gate " : "") + n.parentElement.tagName.toLowerCase() + ": " + n.textContent.trim().slice(0, 60));
+        break;
+      }
+    }
+  }
+  // Rule labels on a chart: none on another, none past the drawing.
+  out.rlabels = 0; out.labelClashes = [];
+  d.querySelectorAll("svg.chart").forEach(function (s) {
+    if (!s.getClientRects().length) return;
+    var sb = s.getBoundingClientRect(), ls = [].map.call(s.querySelectorAll("text.rlabel"), function (t) { return [t, t.getBoundingClientRect()]; });
+    out.rlabels += ls.length;
+    ls.forEach(function (a, i) {
+      if (a[1].left < sb.left - 1 || a[1].right > sb.right + 1) out.labelClashes.push(a[0].textContent + " leaves its chart");
+      ls.slice(i + 1).forEach(function (b) {
+        if (Math.min(a[1].right, b[1].right) > Math.max(a[1].left, b[1].left) && Math.min(a[1].bottom, b[1].bottom) > Math.max(a[1].top, b[1].top))
+          out.labelClashes.push(a[0].textContent + " on " + b[0].textContent);
+      });
+    });
+  });
+  // A run's card says something past its heading.
+  out.emptyCards = [];
+  d.querySelectorAll(".card.run").forEach(function (c) {
+    var t = c.textContent.replace(c.querySelector("h3") ? c.querySelector("h3").textContent : "", "").trim();
+    if (!t) out.emptyCards.push(c.querySelector("h3") ? c.querySelector("h3").textContent.trim() : "?");
+  });
   // What reaches past the viewport outside a scrolling frame of its own.
   d.querySelectorAll("body *").forEach(function (e) {
     var r = e.getBoundingClientRect();
@@ -81,6 +146,13 @@ window.addEventListener("load", function () {
 `
 
 type measured struct {
+	Dark         bool     `json:"dark"`
+	Sideways     []string `json:"sideways"`
+	Clipped      []string `json:"clipped"`
+	GateTexts    int      `json:"gateTexts"`
+	RuleLabels   int      `json:"rlabels"`
+	LabelClashes []string `json:"labelClashes"`
+	EmptyCards   []string `json:"emptyCards"`
 	InnerWidth   int      `json:"innerWidth"`
 	ScrollWidth  int      `json:"scrollWidth"`
 	ScrollHeight int      `json:"scrollHeight"`
@@ -110,8 +182,9 @@ func runChromium(t *testing.T, bin, file string, args ...string) string {
 	return stdout.String()
 }
 
-// measure lays page out at width px in Chromium and measures it.
-func measure(t *testing.T, bin, dir, name, page string, width int) measured {
+// measure lays page out at width px in Chromium and measures it; args
+// are Chromium's further flags (a colour scheme).
+func measure(t *testing.T, bin, dir, name, page string, width int, args ...string) measured {
 	t.Helper()
 	outer := fmt.Sprintf(`<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">`+
 		`<iframe id="f" style="display:block;width:%dpx;height:2000px;border:0" srcdoc="%s"></iframe><script>%s</script></body></html>`,
@@ -120,7 +193,7 @@ func measure(t *testing.T, bin, dir, name, page string, width int) measured {
 	if err := os.WriteFile(file, []byte(outer), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := runChromium(t, bin, file, fmt.Sprintf("--window-size=%d,2100", max(width+20, 600)), "--dump-dom")
+	dom := runChromium(t, bin, file, append([]string{fmt.Sprintf("--window-size=%d,2100", max(width+20, 600)), "--dump-dom"}, args...)...)
 	m := measureRE.FindStringSubmatch(dom)
 	if m == nil {
 		t.Fatalf("the measuring script wrote nothing at %d px", width)
@@ -132,23 +205,68 @@ func measure(t *testing.T, bin, dir, name, page string, width int) measured {
 	return got
 }
 
-// layoutReports are pages that stress the layout: every live kind with a
-// load sweep under an SLO and a long gate; seam runs against a baseline
-// (the old-vs-new table is the widest); an interrupted report with errors.
-func layoutReports(t *testing.T) []struct {
+// layoutReport is a page for the layout check.
+type layoutReport struct {
 	name string
 	r, b *report.Report
-} {
+	// failed: the page has a failed gate, whose text must show whole.
+	failed bool
+}
+
+// layoutReports are pages that stress the layout: every live kind with a
+// concurrency sweep under an SLO and a long gate (the sweep report);
+// serving phases with failed gates of long expressions, against a
+// baseline (the old-vs-new table is the widest of the live tables); a
+// capacity search; chat sessions; seam runs against a baseline; an
+// interrupted report with errors.
+func layoutReports(t *testing.T) []layoutReport {
 	rs := runExample(t, "route-session.yaml")
-	return []struct {
-		name string
-		r, b *report.Report
-	}{
-		{"every-kind", runEveryKind(t), nil},
-		{"route-session-baseline", rs, viaJSON(t, rs)},
-		{"live-incomplete", testfixture.LiveReport(), nil},
+	serving := runExampleGated(t, "quickstart.yaml", failingGates...)
+	return []layoutReport{
+		{name: "every-kind", r: runEveryKind(t)},
+		{name: "serving-failed", r: serving, b: viaJSON(t, serving), failed: true},
+		{name: "capacity", r: runScenario(t, "capacity-phone.yaml", capacityPhone)},
+		{name: "sessions", r: runExample(t, "chat-sessions.yaml")},
+		{name: "route-session-baseline", r: rs, b: viaJSON(t, rs)},
+		{name: "live-incomplete", r: testfixture.LiveReport()},
 	}
 }
+
+// failingGates fail on any run of quickstart.yaml, each over paths too
+// long for a phone's line.
+var failingGates = []*scenarios.Gate{
+	{Name: "identical prefix at a tenth of a millisecond", Expr: "runs.embedded.phases.prefix_cache.variants.identical.ttft_ms.p50 <= 0.0001 * runs.embedded.phases.prefix_cache.variants.fresh.ttft_ms.p50"},
+	{Name: "every prompt size under a microsecond", Expr: `all(["256", "1024", "4096"], runs.embedded.phases.prefill.by_prompt_tokens[#].ttft_ms.p50 <= 0.001)`},
+}
+
+// capacityPhone is a capacity search of a few seconds, by rate, held to
+// two objectives.
+const capacityPhone = `
+name: capacity-phone
+description: A short capacity search on the embedded simulator, for the layout tests.
+targets:
+  server:
+    kind: embedded
+    sim: {max_running_seqs: 4, ttft_base: 5ms, decode_step: 10ms, decode_step_per_seq: 1ns, prefill_tokens_per_s: 1000000}
+phases:
+  capacity:
+    kind: capacity
+    capacity:
+      by: rate
+      min: 2
+      max: 128
+      start: 8
+      precision: 20%
+      budget: 10s
+      probe: {warmup: 100ms, duration: 600ms, min_requests: 8, repeat: 1, hold: 0s}
+      objectives: [ttft_ms.p99 <= 100, error_rate <= 0.01]
+    arrival: constant
+    prompt_tokens: 32
+    max_tokens: 10
+gates:
+  - name: a capacity is found
+    expr: runs.server.phases.capacity.capacity.max_rate_per_s >= 2
+`
 
 // TestLayoutInChromium: at 390 px nothing makes the page scroll sideways
 // (tables scroll inside their frames) and the phone drawing of every chart
@@ -165,39 +283,69 @@ func TestLayoutInChromium(t *testing.T) {
 	for _, rc := range layoutReports(t) {
 		page := render(t, rc.r, rc.b)
 		for _, w := range layoutWidths {
-			t.Run(fmt.Sprintf("%s at %d px", rc.name, w), func(t *testing.T) {
-				m := measure(t, bin, dir, rc.name, page, w)
-				t.Logf("%+v", m)
-				if m.InnerWidth != w {
-					t.Fatalf("viewport %d px, want %d", m.InnerWidth, w)
-				}
-				if m.ScrollWidth > w || len(m.Overflowing) > 0 {
-					t.Errorf("the page is %d px wide at %d px; past the edge: %v", m.ScrollWidth, w, m.Overflowing)
-				}
-				if m.SVGTexts == 0 {
-					t.Fatal("no chart text laid out")
-				}
-				if m.MinSVGTextPx < minSVGTextPx {
-					t.Errorf("chart text %q is %.1f px on screen, want at least %d", m.MinSVGText, m.MinSVGTextPx, minSVGTextPx)
-				}
-				phone := w < 600
-				if phone && (m.NarrowCharts == 0 || m.WideCharts > 0) || !phone && (m.WideCharts == 0 || m.NarrowCharts > 0) {
-					t.Errorf("%d wide and %d narrow charts shown at %d px", m.WideCharts, m.NarrowCharts, w)
-				}
-				if shots != "" {
-					if err := os.WriteFile(filepath.Join(shots, rc.name+".html"), []byte(page), 0o644); err != nil {
-						t.Fatal(err)
+			for _, cs := range colorSchemes {
+				t.Run(fmt.Sprintf("%s at %d px %s", rc.name, w, cs.name), func(t *testing.T) {
+					m := measure(t, bin, dir, rc.name, page, w, cs.args...)
+					t.Logf("%+v", m)
+					checkLayout(t, m, w, cs.name == "dark", rc.failed)
+					if shots != "" {
+						if err := os.WriteFile(filepath.Join(shots, rc.name+".html"), []byte(page), 0o644); err != nil {
+							t.Fatal(err)
+						}
+						screenshot(t, bin, dir, page, w, m.ScrollHeight, filepath.Join(shots, fmt.Sprintf("%s-%d-%s.png", rc.name, w, cs.name)), cs.args...)
 					}
-					screenshot(t, bin, dir, page, w, m.ScrollHeight, filepath.Join(shots, fmt.Sprintf("%s-%d.png", rc.name, w)))
-				}
-			})
+				})
+			}
 		}
+	}
+}
+
+// checkLayout judges one page's measurements at width w px.
+func checkLayout(t *testing.T, m measured, w int, dark, failed bool) {
+	t.Helper()
+	if m.InnerWidth != w {
+		t.Fatalf("viewport %d px, want %d", m.InnerWidth, w)
+	}
+	if m.Dark != dark {
+		t.Fatalf("the page is dark: %v, want %v: the colour scheme did not take", m.Dark, dark)
+	}
+	if m.ScrollWidth > w || len(m.Overflowing) > 0 {
+		t.Errorf("the page is %d px wide at %d px; past the edge: %v", m.ScrollWidth, w, m.Overflowing)
+	}
+	if w < 600 && len(m.Sideways) > 0 {
+		t.Errorf("frames scroll sideways at %d px, what is past their edge out of sight: %v", w, m.Sideways)
+	}
+	// A table may scroll inside its frame on a laptop; at either
+	// width no gate's text is cut off, and on a phone no text.
+	for _, c := range m.Clipped {
+		if w < 600 || strings.HasPrefix(c, "gate ") {
+			t.Errorf("text cut off at %d px: %s", w, c)
+		}
+	}
+	if failed && m.GateTexts == 0 {
+		t.Error("no gate text laid out")
+	}
+	if len(m.LabelClashes) > 0 {
+		t.Errorf("%d rule labels; clashing: %v", m.RuleLabels, m.LabelClashes)
+	}
+	if len(m.EmptyCards) > 0 {
+		t.Errorf("run cards with nothing in them: %v", m.EmptyCards)
+	}
+	if m.SVGTexts == 0 {
+		t.Fatal("no chart text laid out")
+	}
+	if m.MinSVGTextPx < minSVGTextPx {
+		t.Errorf("chart text %q is %.1f px on screen, want at least %d", m.MinSVGText, m.MinSVGTextPx, minSVGTextPx)
+	}
+	phone := w < 600
+	if phone && (m.NarrowCharts == 0 || m.WideCharts > 0) || !phone && (m.WideCharts == 0 || m.NarrowCharts > 0) {
+		t.Errorf("%d wide and %d narrow charts shown at %d px", m.WideCharts, m.NarrowCharts, w)
 	}
 }
 
 // screenshot writes a full-page PNG of page at width px (in an iframe of
 // that width when the window cannot be as narrow).
-func screenshot(t *testing.T, bin, dir, page string, width, height int, out string) {
+func screenshot(t *testing.T, bin, dir, page string, width, height int, out string, args ...string) {
 	t.Helper()
 	height = min(max(height, 600), 16000)
 	file := filepath.Join(dir, "shot.html")
@@ -212,7 +360,7 @@ func screenshot(t *testing.T, bin, dir, page string, width, height int, out stri
 	if abs, err := filepath.Abs(out); err == nil {
 		out = abs
 	}
-	runChromium(t, bin, file, fmt.Sprintf("--window-size=%d,%d", max(width, 500), height), "--screenshot="+out)
+	runChromium(t, bin, file, append([]string{fmt.Sprintf("--window-size=%d,%d", max(width, 500), height), "--screenshot=" + out}, args...)...)
 	t.Logf("wrote %s", out)
 }
 
@@ -273,7 +421,13 @@ gates:
 // runEveryKind runs everyKind for real.
 func runEveryKind(t *testing.T) *report.Report {
 	t.Helper()
-	sc, err := scenarios.Parse("every-kind.yaml", []byte(everyKind), scenarios.Options{})
+	return runScenario(t, "every-kind.yaml", everyKind)
+}
+
+// runScenario runs a scenario given as text for real, gates judged.
+func runScenario(t *testing.T, name, text string) *report.Report {
+	t.Helper()
+	sc, err := scenarios.Parse(name, []byte(text), scenarios.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,12 @@ type axis struct {
 	Label string
 	Unit  string
 	Log   bool // logarithmic, for distributions spanning decades
+	// Log2 is a logarithmic axis with ticks at powers of two when the
+	// values span more than log2Span, else a linear one: concurrency
+	// doubles from point to point, and on a linear axis 1, 2, 4 and 8
+	// crowd together at the left of 64.
+	Log2  bool
+	Whole bool // linear ticks at whole numbers only (a turn's index)
 	Zero  bool // include zero in the range (bars, latencies)
 	Max   float64
 	HasMx bool // Max is a fixed upper bound (percentiles end at 100)
@@ -96,10 +102,11 @@ type lineChart struct {
 
 // rule is a labelled threshold line across the plot: a declared SLO. OnX
 // draws it vertically at X = V (a latency on a CDF), else horizontally.
+// Label is drawn beside the line; Title, its tooltip, defaults to Label.
 type rule struct {
-	V     float64
-	Label string
-	OnX   bool
+	V            float64
+	Label, Title string
+	OnX          bool
 }
 
 // barSeries is one set of bars, one value per category (NaN: none).
@@ -193,20 +200,25 @@ func (s scale) at(v float64) float64 {
 func newScale(a axis, vals []float64, p0, p1 float64) scale {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range vals {
-		if !finite(v) || (a.Log && v <= 0) {
+		if !finite(v) || ((a.Log || a.Log2) && v <= 0) {
 			continue
 		}
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
 	if math.IsInf(lo, 1) {
 		lo, hi = 0, 1
-		a.Log = false
+		a.Log, a.Log2 = false, false
 	}
 	if a.Log && hi/lo < 10 {
 		a.Log = false // under a decade a log axis only hides the ticks
 	}
-	s := scale{p0: p0, p1: p1, log: a.Log}
-	if a.Log {
+	if a.Log2 && hi/lo <= log2Span {
+		a.Log2 = false // 2, 4 and 8 sit well apart on a linear axis
+	}
+	s := scale{p0: p0, p1: p1, log: a.Log || a.Log2}
+	if a.Log2 {
+		s.lo, s.hi, s.ticks = log2Ticks(lo, hi, math.Abs(p1-p0))
+	} else if a.Log {
 		// A narrow plot labels decades alone past two of them.
 		s.lo, s.hi, s.ticks = logTicks(lo, hi, math.Abs(p1-p0) < 320)
 	} else {
@@ -220,7 +232,11 @@ func newScale(a axis, vals []float64, p0, p1 float64) scale {
 		if a.fewer {
 			n = 3
 		}
-		s.lo, s.hi, s.ticks = linTicks(lo, hi, n)
+		minStep := 0.0
+		if a.Whole {
+			minStep = 1
+		}
+		s.lo, s.hi, s.ticks = linTicks(lo, hi, n, minStep)
 		if a.HasMx {
 			s.hi = a.Max
 		}
@@ -249,7 +265,7 @@ func niceStep(raw float64) float64 {
 	return n * math.Pow(10, exp)
 }
 
-func linTicks(lo, hi float64, n int) (float64, float64, []float64) {
+func linTicks(lo, hi float64, n int, minStep float64) (float64, float64, []float64) {
 	if hi == lo {
 		d := math.Abs(lo) * 0.1
 		if d == 0 {
@@ -260,7 +276,7 @@ func linTicks(lo, hi float64, n int) (float64, float64, []float64) {
 			lo = 0 // a constant positive value sits on a zero-based axis
 		}
 	}
-	step := niceStep((hi - lo) / float64(n))
+	step := math.Max(niceStep((hi-lo)/float64(n)), minStep)
 	nlo := math.Floor(lo/step) * step
 	nhi := math.Ceil(hi/step) * step
 	var ticks []float64
@@ -305,6 +321,28 @@ func logTicks(lo, hi float64, narrow bool) (float64, float64, []float64) {
 		}
 	}
 	return nlo, nhi, ticks
+}
+
+// log2Span is how many times its smallest value an axis's largest must be
+// before a Log2 axis is logarithmic.
+const log2Span = 4.0
+
+// log2Ticks spans lo..hi with powers of two, every one of them while
+// their labels keep apart across width units, else every second, third…
+func log2Ticks(lo, hi, width float64) (float64, float64, []float64) {
+	e0, e1 := math.Floor(math.Log2(lo)+1e-9), math.Ceil(math.Log2(hi)-1e-9)
+	room := float64(len(tickLabel(math.Exp2(e1), nil, true)))*charPx + 14
+	fit := max(2, int(width/room)+1)
+	step := 1.0
+	for (e1-e0)/step+1 > float64(fit) {
+		step++
+	}
+	e1 = e0 + math.Ceil((e1-e0)/step)*step // the axis ends on a tick
+	var ticks []float64
+	for e := e0; e <= e1+1e-9; e += step {
+		ticks = append(ticks, math.Exp2(e))
+	}
+	return math.Exp2(e0), math.Exp2(e1), ticks
 }
 
 // tickLabel prints a linear tick with as many decimals as the step needs,
@@ -445,10 +483,12 @@ func (c lineChart) svgAt(g geom) (string, []legendItem) {
 		drawRules(&b, xs, ys, c.Rules)
 	}
 	var legend []legendItem
+	var marks [][2]float64   // markers, for the rule labels to avoid
+	var lines [][][2]float64 // and the curves
 	for k, s := range c.Series {
 		fmt.Fprintf(&b, `<g class="s %s" data-k="%d">`, classes(s.Color, s.Old), k)
 		var d strings.Builder
-		prevY := math.NaN()
+		var line [][2]float64
 		for _, p := range s.Pts {
 			if !finite(p.X, p.Y) {
 				continue
@@ -459,12 +499,13 @@ func (c lineChart) svgAt(g geom) (string, []legendItem) {
 				fmt.Fprintf(&d, "M%s %s", f(x), f(y))
 			case s.Step:
 				fmt.Fprintf(&d, "H%sV%s", f(x), f(y))
+				line = append(line, [2]float64{x, line[len(line)-1][1]})
 			default:
 				fmt.Fprintf(&d, "L%s %s", f(x), f(y))
 			}
-			prevY = y
+			line = append(line, [2]float64{x, y})
 		}
-		_ = prevY
+		lines = append(lines, line)
 		if d.Len() > 0 {
 			dash := ""
 			if s.Old {
@@ -483,17 +524,20 @@ func (c lineChart) svgAt(g geom) (string, []legendItem) {
 			}
 			if p.Mark {
 				fmt.Fprintf(&b, `<path class="mk" d="%s"><title>%s</title></path>`, markerPath(s.Marker, x, ys.at(p.Y)), esc(s.Name+": "+p.Tip))
+				marks = append(marks, [2]float64{x, ys.at(p.Y)})
 			}
 		}
 		b.WriteString(`</g>`)
 		legend = append(legend, legendItem{Key: k, Name: s.Name, Swatch: swatch(s.Color, s.Marker, s.Old, true)})
 	}
+	if len(xv) > 0 {
+		drawRuleLabels(&b, xs, ys, c.Rules, marks, lines)
+	}
 	b.WriteString(`</svg>`)
 	return b.String(), legend
 }
 
-// drawRules draws each threshold as a dashed line with its label inside
-// the plot, at the end of the line that leaves the label the most room.
+// drawRules draws each threshold as a dashed line, under the series.
 func drawRules(b *strings.Builder, xs, ys scale, rules []rule) {
 	left, right, top, bottom := xs.p0, xs.p1, ys.p1, ys.p0
 	for _, r := range rules {
@@ -504,23 +548,153 @@ func drawRules(b *strings.Builder, xs, ys scale, rules []rule) {
 		if r.OnX {
 			x := xs.at(r.V)
 			fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s"/>`, f(x), f(x), f(top), f(bottom))
-			// At the foot of the line: a CDF's curves rise to its left.
-			anchor, tx := "end", x-4
-			if x-left < float64(len([]rune(r.Label)))*charPx+8 {
-				anchor, tx = "start", x+4
-			}
-			fmt.Fprintf(b, `<text class="rlabel" x="%s" y="%s" text-anchor="%s">%s</text>`, f(tx), f(bottom-6), anchor, esc(r.Label))
 		} else {
 			y := ys.at(r.V)
 			fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s"/>`, f(left), f(right), f(y), f(y))
-			ty := y - 5
-			if y-top < 16 {
-				ty = y + 15
-			}
-			fmt.Fprintf(b, `<text class="rlabel" x="%s" y="%s" text-anchor="end">%s</text>`, f(right-4), f(ty), esc(r.Label))
 		}
-		fmt.Fprintf(b, `<title>%s</title></g>`, esc(r.Label))
+		fmt.Fprintf(b, `<title>%s</title></g>`, esc(r.title()))
 	}
+}
+
+func (r rule) title() string {
+	if r.Title != "" {
+		return r.Title
+	}
+	return r.Label
+}
+
+// box is a rectangle in viewBox units.
+type box struct{ x0, y0, x1, y1 float64 }
+
+func (a box) overlaps(b box) bool {
+	return math.Min(a.x1, b.x1) > math.Max(a.x0, b.x0) && math.Min(a.y1, b.y1) > math.Max(a.y0, b.y0)
+}
+
+func (a box) has(x, y float64) bool { return x >= a.x0 && x <= a.x1 && y >= a.y0 && y <= a.y1 }
+
+// outside is how far a reaches past b.
+func (a box) outside(b box) float64 {
+	return math.Max(0, b.x0-a.x0) + math.Max(0, a.x1-b.x1) + math.Max(0, b.y0-a.y0) + math.Max(0, a.y1-b.y1)
+}
+
+// rlabelCharPx is the advance of a character of a rule's label (bold),
+// a little over charPx so that an estimate errs towards more room.
+const rlabelCharPx = 7.6
+
+// ruleLabel is where a rule's label is drawn: the text's anchor point.
+type ruleLabel struct {
+	x, y   float64
+	anchor string
+	box    box
+}
+
+func labelAt(x, y float64, anchor string, w float64) ruleLabel {
+	x0 := x
+	if anchor == "end" {
+		x0 = x - w
+	}
+	return ruleLabel{x, y, anchor, box{x0, y - 11, x0 + w, y + 3}}
+}
+
+// drawRuleLabels writes each rule's label inside the plot, over the
+// series, where it keeps clear of the plot's edges, of the other labels,
+// of the other rules' lines and of the data (pts: markers; lines: the
+// curves through them), in that order of weight: a label on a label, or
+// on the line of the other rule, is unreadable, one on a curve is not.
+// Candidates run along the line: for a horizontal rule at either end
+// (and beside each vertical rule), above or below it; for a vertical one
+// at its foot or its top, either side.
+func drawRuleLabels(b *strings.Builder, xs, ys scale, rules []rule, pts [][2]float64, lines [][][2]float64) {
+	plot := box{xs.p0, ys.p1, xs.p1, ys.p0}
+	var vx, hy []float64 // the rules' lines
+	for _, r := range rules {
+		switch {
+		case !finite(r.V):
+		case r.OnX:
+			vx = append(vx, xs.at(r.V))
+		default:
+			hy = append(hy, ys.at(r.V))
+		}
+	}
+	var placed []box
+	for _, r := range rules {
+		if !finite(r.V) || r.Label == "" {
+			continue
+		}
+		w := float64(len([]rune(r.Label))) * rlabelCharPx
+		var cands []ruleLabel
+		var self float64 // the rule's own line, which its label sits beside
+		if r.OnX {
+			x := xs.at(r.V)
+			self = x
+			for _, y := range []float64{plot.y1 - 6, plot.y0 + 15} {
+				cands = append(cands, labelAt(x-4, y, "end", w), labelAt(x+4, y, "start", w))
+			}
+		} else {
+			y := ys.at(r.V)
+			self = y
+			for _, ty := range []float64{y - 5, y + 15} {
+				cands = append(cands, labelAt(plot.x1-4, ty, "end", w), labelAt(plot.x0+4, ty, "start", w))
+			}
+			for _, x := range vx {
+				for _, ty := range []float64{y - 5, y + 15} {
+					cands = append(cands, labelAt(x-4, ty, "end", w), labelAt(x+4, ty, "start", w))
+				}
+			}
+		}
+		best, bestCost := cands[0], math.Inf(1)
+		for i, c := range cands {
+			cost := float64(i) + 1e4*c.box.outside(plot)
+			for _, p := range placed {
+				if c.box.overlaps(p) {
+					cost += 5000
+				}
+			}
+			for _, x := range vx {
+				if (!r.OnX || x != self) && x > c.box.x0 && x < c.box.x1 {
+					cost += 1000
+				}
+			}
+			for _, y := range hy {
+				if (r.OnX || y != self) && y > c.box.y0 && y < c.box.y1 {
+					cost += 1000
+				}
+			}
+			grown := box{c.box.x0 - 4, c.box.y0 - 4, c.box.x1 + 4, c.box.y1 + 4}
+			for _, p := range pts {
+				if grown.has(p[0], p[1]) {
+					cost += 60
+				}
+			}
+			for _, l := range lines {
+				cost += 20 * float64(crossings(c.box, l))
+			}
+			if cost < bestCost {
+				best, bestCost = c, cost
+			}
+		}
+		placed = append(placed, best.box)
+		fmt.Fprintf(b, `<text class="rlabel" x="%s" y="%s" text-anchor="%s">%s<title>%s</title></text>`,
+			f(best.x), f(best.y), best.anchor, esc(r.Label), esc(r.title()))
+	}
+}
+
+// crossings counts the segments of a polyline that pass through a box,
+// by sampling each (a label's box is small beside a plot: a dozen samples
+// a segment finds every crossing that matters).
+func crossings(a box, line [][2]float64) int {
+	n := 0
+	for i := 1; i < len(line); i++ {
+		p, q := line[i-1], line[i]
+		for k := 0; k <= 12; k++ {
+			t := float64(k) / 12
+			if a.has(p[0]+(q[0]-p[0])*t, p[1]+(q[1]-p[1])*t) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 func openSVG(b *strings.Builder, g geom, title string) {
