@@ -65,6 +65,7 @@ type ghJob struct {
 }
 
 type ghStep struct {
+	ID               string
 	Name             string
 	Uses             string
 	Run              string
@@ -182,7 +183,7 @@ func (r *ghRun) expand(t *testing.T, s string) string {
 		switch e := ghExpr.FindStringSubmatch(m)[1]; {
 		case strings.HasPrefix(e, "secrets."):
 			return fakeKey
-		case e == "vars.INFERENCE_URL":
+		case e == "vars.TOLLGATE_BASE_URL":
 			return r.srv
 		case e == "github.run_id":
 			return "1"
@@ -313,14 +314,7 @@ func (r *ghRun) uses(t *testing.T, dir string, s ghStep) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.IsDir() {
-			err = os.CopyFS(keep, os.DirFS(from))
-		} else {
-			copyFile(t, from, filepath.Join(keep, filepath.Base(from)))
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		copyInto(t, from, st.IsDir(), keep)
 		r.artifacts[str("name")] = keep
 	case "dawidd6/action-download-artifact":
 		got, ok := r.artifacts[str("name")]
@@ -516,7 +510,7 @@ func runGitLab(t *testing.T, b docBlock, srv string) (notRun []string) {
 		{"CI_PIPELINE_SOURCE": "merge_request_event"},
 	} {
 		vars := map[string]string{"CI": "true", "GITLAB_CI": "true", "CI_DEFAULT_BRANCH": "main", "CI_PROJECT_ID": "7",
-			"CI_JOB_TOKEN": "job-token", "CI_API_V4_URL": api.URL + "/api/v4", "INFERENCE_URL": srv, "OPENAI_API_KEY": fakeKey}
+			"CI_JOB_TOKEN": "job-token", "CI_API_V4_URL": api.URL + "/api/v4", "TOLLGATE_BASE_URL": srv, "OPENAI_API_KEY": fakeKey}
 		for k, v := range p.variables {
 			vars[k] = v
 		}

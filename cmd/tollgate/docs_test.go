@@ -228,14 +228,12 @@ var (
 	tollgateCommand = regexp.MustCompile(`(^|\s)tollgate (run|validate|compare|schema|serve|report|version|help)\b`)
 )
 
-// runScript runs a doc's script in dir with argv (e.g. sh -c) and fails
-// the test unless it and every tollgate command in it exit 0. A tollgate
-// compare that exits 1 or 4 is taken as a verdict: it judged a regression,
-// or could not decide one, between two wall-clock runs of the simulator on
-// a shared machine, which is the recipe working, not failing; it is logged
-// (TestDocsPRRecipeFailsOnASlowerServer holds what it must decide).
-// Anything else it exits (2: a recipe that is wrong) fails.
-func runScript(t *testing.T, dir string, env, argv []string, script string) string {
+// testScript is a doc's script as the tests run it: the build line links
+// the binary TestMain built (run with $TOLLGATE_TEST_BIN in the script's
+// environment) where the line would write it, go run ./cmd/tollgate and
+// bin/tollgate are that binary on PATH, and any other go command fails the
+// test.
+func testScript(t *testing.T, script string) string {
 	t.Helper()
 	buildChecked.Do(func() {
 		cmd := exec.Command("go", append([]string{"build", "-n"}, strings.Fields(buildLine)[2:]...)...)
@@ -255,6 +253,19 @@ func runScript(t *testing.T, dir string, env, argv []string, script string) stri
 	if m := otherGo.FindString(script); m != "" {
 		t.Fatalf("%q in a doc's script: only %q and go run ./cmd/tollgate are known to the test\n%s", m, buildLine, script)
 	}
+	return script
+}
+
+// runScript runs a doc's script in dir with argv (e.g. sh -c) and fails
+// the test unless it and every tollgate command in it exit 0. A tollgate
+// compare that exits 1 or 4 is taken as a verdict: it judged a regression,
+// or could not decide one, between two wall-clock runs of the simulator on
+// a shared machine, which is the recipe working, not failing; it is logged
+// (TestDocsPRRecipeFailsOnASlowerServer holds what it must decide).
+// Anything else it exits (2: a recipe that is wrong) fails.
+func runScript(t *testing.T, dir string, env, argv []string, script string) string {
+	t.Helper()
+	script = testScript(t, script)
 	log := filepath.Join(t.TempDir(), "tollgate.log")
 	// Every tollgate command is logged with its exit code, so that one that
 	// fails in the middle of a block (the docs do not use set -e) is seen.
@@ -303,7 +314,7 @@ func validateCommands(t *testing.T, b docBlock) {
 	}
 	for _, m := range runs {
 		args := []string{"validate", m[1]}
-		f := strings.Fields(m[2])
+		f := recipeWords(t, m[2])
 		for i := 0; i < len(f); i++ {
 			switch name, _, _ := strings.Cut(f[i], "="); name {
 			case "--profile", "--var", "--set":
@@ -320,6 +331,20 @@ func validateCommands(t *testing.T, b docBlock) {
 			t.Errorf("tollgate %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+}
+
+// recipeWords splits a command's arguments (one command: its lines are
+// folded) as the shell does, with the variables the recipes read from CI:
+// TOLLGATE_BASE_URL is where the docs' examples find a server.
+func recipeWords(t *testing.T, args string) []string {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", `printf '%s\0' `+strings.ReplaceAll(args, "\n", " "))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TOLLGATE_BASE_URL=http://127.0.0.1:8000"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the shell cannot read the arguments %q: %v", args, err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 }
 
 // modelIn is the value of vars.model=… in a command, for the server to serve.

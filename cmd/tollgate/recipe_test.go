@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,18 +31,18 @@ func TestDocsPRRecipeFailsOnASlowerServer(t *testing.T) {
 			break
 		}
 	}
-	var runStep, compareStep string
+	var runStep, compareStep ghStep
 	for _, j := range wf.Jobs {
 		for _, s := range j.Steps {
 			switch {
 			case strings.Contains(s.Run, "tollgate run perf/serving.yaml --profile ci"):
-				runStep = s.Run
+				runStep = s
 			case strings.Contains(s.Run, "tollgate compare ") && strings.Contains(s.Run, "--fail-on"):
-				compareStep = s.Run
+				compareStep = s
 			}
 		}
 	}
-	if runStep == "" || compareStep == "" {
+	if runStep.Run == "" || compareStep.Run == "" {
 		t.Fatalf("docs/ci.md has no workflow with a tollgate run perf/serving.yaml --profile ci step and a tollgate compare --fail-on step")
 	}
 	binDir := t.TempDir()
@@ -49,12 +50,16 @@ func TestDocsPRRecipeFailsOnASlowerServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(docEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "OPENAI_API_KEY="+fakeKey)
-	// step runs a step's script as the runner would (bash -e) in dir, with
-	// the server srv as vars.INFERENCE_URL, and returns its exit code.
-	step := func(dir, srv, script string) (int, string) {
+	// step runs a step's script as the runner would (bash -e, with the
+	// step's env) in dir, with the server srv as vars.TOLLGATE_BASE_URL,
+	// and returns its exit code.
+	step := func(dir, srv string, s ghStep) (int, string) {
 		r := &ghRun{srv: srv}
-		cmd := exec.Command("bash", "-e", "-c", r.expand(t, script))
-		cmd.Dir, cmd.Env = dir, env
+		cmd := exec.Command("bash", "-e", "-c", r.expand(t, s.Run))
+		cmd.Dir, cmd.Env = dir, slices.Clone(env)
+		for k, v := range s.Env {
+			cmd.Env = append(cmd.Env, k+"="+r.expand(t, v))
+		}
 		out, err := cmd.CombinedOutput()
 		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			return ee.ExitCode(), string(out)
