@@ -72,6 +72,7 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	}
 	applyProfile(d, root, opts.Profile)
 	applyOverrides(d, root, opts)
+	templated := templatedBaseURLs(root)
 	in := interpolateVars(d, root, env)
 	// Values whose interpolation failed stay as written; later errors at the
 	// same place would only repeat the first one, so they are dropped.
@@ -81,7 +82,7 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 	}
 	firstPass := len(e.list)
 
-	warnings := dropSimForSetURL(d, root)
+	warnings := dropSimForSetURL(d, root, templated)
 
 	effective, err := yaml.Marshal(root)
 	if err != nil {
@@ -315,12 +316,31 @@ func syntaxError(file string, data []byte, err error) *Error {
 	return at(line, col, msg)
 }
 
+// templatedBaseURLs are the targets' base_url values written as a
+// reference (${vars.base_url}, ${env.URL:-}), as written: the file leaves
+// the choice of server to whoever runs it.
+func templatedBaseURLs(root *yaml.Node) map[*yaml.Node]string {
+	out := map[*yaml.Node]string{}
+	targets := mapValue(root, "targets")
+	if targets == nil || targets.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 1; i < len(targets.Content); i += 2 {
+		if u := mapValue(targets.Content[i], "base_url"); u != nil && u.Kind == yaml.ScalarNode && strings.Contains(u.Value, "${") {
+			out[u] = u.Value
+		}
+	}
+	return out
+}
+
 // dropSimForSetURL removes the sim block of every target whose base_url
-// came from a --set or --var flag and names a server: the flag points a
-// simulator scenario at a server on purpose (examples/load-sweep.yaml says
-// to), and the block would configure nothing. Written in the file, the
-// pair is an error (check), as the schema says.
-func dropSimForSetURL(d *decoder, root *yaml.Node) []string {
+// came from a --set or --var flag, or from a reference the file leaves to
+// the run (templated: ${vars.base_url}, ${env.URL}), and names a server:
+// the runner points a simulator scenario at a server on purpose
+// (examples/load-sweep.yaml says to), and the block would configure
+// nothing. A server written literally beside sim is an error (check), as
+// the schema says.
+func dropSimForSetURL(d *decoder, root *yaml.Node, templated map[*yaml.Node]string) []string {
 	targets := mapValue(root, "targets")
 	if targets == nil || targets.Kind != yaml.MappingNode {
 		return nil
@@ -329,13 +349,18 @@ func dropSimForSetURL(d *decoder, root *yaml.Node) []string {
 	for i := 0; i+1 < len(targets.Content); i += 2 {
 		t := targets.Content[i+1]
 		u := mapValue(t, "base_url")
-		if u == nil || u.Kind != yaml.ScalarNode || u.Line >= 0 || u.Value == "" || u.Value == "embedded" || mapValue(t, "sim") == nil {
+		raw, fromRef := templated[u]
+		if u == nil || u.Kind != yaml.ScalarNode || (u.Line >= 0 && !fromRef) || u.Value == "" || u.Value == "embedded" || mapValue(t, "sim") == nil {
 			continue
+		}
+		from := d.pos(u).String()
+		if fromRef && u.Line >= 0 {
+			from = fmt.Sprintf("%s at %s, %s", raw, from, u.Value)
 		}
 		for j := 0; j+1 < len(t.Content); j += 2 {
 			if t.Content[j].Value == "sim" {
 				out = append(out, fmt.Sprintf("%s: targets.%s.sim is ignored: base_url (%s) names a server",
-					d.pos(t.Content[j]), targets.Content[i].Value, d.pos(u)))
+					d.pos(t.Content[j]), targets.Content[i].Value, from))
 				t.Content = append(t.Content[:j:j], t.Content[j+2:]...)
 				break
 			}

@@ -541,3 +541,40 @@ func TestSetBaseURLDropsTheSimBlock(t *testing.T) {
 		})
 	}
 }
+
+// A base_url the file leaves to the environment (${env.X} through a var,
+// as examples/load-sweep.yaml does) is the runner's choice as much as a
+// --var: the sim block is dropped with a warning, not refused. A server
+// written literally beside sim stays an error.
+func TestEnvBaseURLDropsTheSimBlock(t *testing.T) {
+	src := []byte("vars: {url: '${env.URL:-}'}\ntargets:\n  s:\n    kind: openai\n    base_url: ${vars.url}\n    sim: {decode_step: 1ms}\nphases:\n  decode: {prompt: {text: hi}}\n")
+	env := func(k string) (string, bool) {
+		if k == "URL" {
+			return "http://h:3", true
+		}
+		return "", false
+	}
+	sc, err := Parse("s.yaml", src, Options{LookupEnv: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "s.yaml:6:5: targets.s.sim is ignored: base_url (${vars.url} at s.yaml:5:15, http://h:3) names a server"
+	if got := strings.Join(sc.Warnings, "\n"); got != want {
+		t.Errorf("warnings %q, want %q", got, want)
+	}
+	if sc.Runs[0].Target.Embedded() {
+		t.Error("the target is still the simulator")
+	}
+	// Unset, the same file measures the simulator, without a word.
+	sc, err = Parse("s.yaml", src, Options{LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Warnings) != 0 || !sc.Runs[0].Target.Embedded() {
+		t.Errorf("unset: warnings %q, embedded %v", sc.Warnings, sc.Runs[0].Target.Embedded())
+	}
+	literal := []byte("targets:\n  s:\n    kind: openai\n    base_url: http://h:4\n    sim: {decode_step: 1ms}\nphases:\n  decode: {prompt: {text: hi}}\n")
+	if _, err := Parse("s.yaml", literal, Options{LookupEnv: noEnv}); err == nil || !strings.Contains(err.Error(), "s.yaml:5:5: targets.s.sim: configures the embedded simulator") {
+		t.Errorf("a literal server beside sim: %v", err)
+	}
+}
