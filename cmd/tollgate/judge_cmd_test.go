@@ -184,7 +184,7 @@ func TestJudge(t *testing.T) {
 		{name: "an interrupted run", args: []string{route, interrupted}, code: ExitNotJudged, stderr: "the report is incomplete"},
 		{name: "the report as an output", args: []string{route, saved, "--json-out", saved}, code: ExitInvalid, stderr: "it is the report and would be overwritten"},
 		{name: "one argument", args: []string{route}, code: ExitInvalid, stderr: "expected SCENARIO and REPORT.json, got 1 arguments"},
-		{name: "a bad scenario", args: []string{"scenarios/testdata/bad/syntax.yaml", saved}, code: ExitInvalid, stderr: "syntax.yaml:3:1: YAML syntax error"},
+		{name: "a bad scenario", args: []string{"scenarios/testdata/bad/syntax.yaml", saved}, code: ExitInvalid, stderr: "syntax.yaml:4:10: YAML syntax error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tollgate(t, append([]string{"judge"}, tc.args...)...)

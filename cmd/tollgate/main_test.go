@@ -208,7 +208,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "gate errors", args: []string{"run", example, "--set", `gates.0.expr=ratio(1, runs["direct/cached"].phases.decode.queue_wait_ms.p50) > 0`}, code: ExitNotJudged, status: "error",
 			stdout: "error: ratio(1, 0): the denominator is zero"},
 		{name: "no gate", args: []string{"run", example, "--no-gate", "--set", "vars.max_cached_p50_latency_ratio=0.5"}, code: ExitPass, status: "not_gated"},
-		{name: "bad yaml", args: []string{"run", "scenarios/testdata/bad/syntax.yaml"}, code: ExitInvalid, noReport: true, stderr: "scenarios/testdata/bad/syntax.yaml:3:1: YAML syntax error"},
+		{name: "bad yaml", args: []string{"run", "scenarios/testdata/bad/syntax.yaml"}, code: ExitInvalid, noReport: true, stderr: "scenarios/testdata/bad/syntax.yaml:4:10: YAML syntax error"},
 		{name: "unknown key", args: []string{"run", "scenarios/testdata/bad/unknown-key.yaml"}, code: ExitInvalid, noReport: true, stderr: `unknown field "transprt" (did you mean "transport"?)`},
 		{name: "gate names a missing run", args: []string{"run", example, "--set", `gates.0.expr=runs["direct/cahced"].connections.attempts == 1`}, code: ExitInvalid, noReport: true,
 			stderr: `runs has no "direct/cahced" (did you mean "direct/cached"?)`},
