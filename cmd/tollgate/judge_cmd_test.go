@@ -108,13 +108,7 @@ func TestJudge(t *testing.T) {
 	if r := tollgate(t, "run", example, "-q", "--json-out", saved); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, content string) string { return writeFile(t, dir, name, content) }
 	// Reports edited as a run that failed, or was interrupted, would write them.
 	edit := func(name string, change func(m map[string]any)) string {
 		b, err := os.ReadFile(saved)
