@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,17 +110,7 @@ func TestJudge(t *testing.T) {
 	write := func(name, content string) string { return writeFile(t, dir, name, content) }
 	// Reports edited as a run that failed, or was interrupted, would write them.
 	edit := func(name string, change func(m map[string]any)) string {
-		b, err := os.ReadFile(saved)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		change(m)
-		b, _ = json.Marshal(m)
-		return write(name, string(b))
+		return editReport(t, saved, filepath.Join(dir, name), change)
 	}
 	failedRun := edit("failed-run.json", func(m map[string]any) {
 		run := m["runs"].(map[string]any)["relay/stateless"].(map[string]any)
