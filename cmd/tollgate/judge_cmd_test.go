@@ -107,7 +107,7 @@ func TestJudge(t *testing.T) {
 	if r := tollgate(t, "run", example, "-q", "--json-out", saved); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	write := func(name, content string) string { return writeFile(t, dir, name, content) }
+	write := func(name, content string) string { return writeIn(t, dir, name, content) }
 	// Reports edited as a run that failed, or was interrupted, would write them.
 	edit := func(name string, change func(m map[string]any)) string {
 		return editReport(t, saved, filepath.Join(dir, name), change)

@@ -125,7 +125,7 @@ func (r *liveRun) wait() int {
 // signal: tollgate is still there to write it, or a SIGTERM quit it.
 func TestOneSIGTERMWritesTheReport(t *testing.T) {
 	dir := t.TempDir()
-	scenario := writeFile(t, dir, "hold.yaml", holdScenario)
+	scenario := writeIn(t, dir, "hold.yaml", holdScenario)
 	group := func(pid int) error { return syscall.Kill(-pid, syscall.SIGTERM) }
 	self := func(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }
 	for i, tc := range []struct {
@@ -239,7 +239,7 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Skip(err)
 	}
-	cmd := exec.Command(bin, "run", writeFile(t, dir, "hold.yaml", holdScenario), "--json-out", filepath.Join(dir, "r.json"))
+	cmd := exec.Command(bin, "run", writeIn(t, dir, "hold.yaml", holdScenario), "--json-out", filepath.Join(dir, "r.json"))
 	cmd.Env = append(os.Environ(), "GITHUB_STEP_SUMMARY="+fifo)
 	cmd.Stdout = io.Discard
 	r := startLive(t, cmd)

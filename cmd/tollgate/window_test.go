@@ -27,7 +27,7 @@ phases:
       - {messages: [{role: system, content: "be brief"}, {role: user, content: "hi"}], max_tokens: 285}
 `
 	dir := t.TempDir()
-	write := func(name, body string) string { return writeFile(t, dir, name, body) }
+	write := func(name, body string) string { return writeIn(t, dir, name, body) }
 	out := filepath.Join(dir, "r.json")
 	if r := tollgate(t, "run", write("fits.yaml", fits), "-q", "--json-out", out); r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
@@ -55,8 +55,8 @@ phases:
 	}
 }
 
-// writeFile writes body to dir/name and returns the path.
-func writeFile(t *testing.T, dir, name, body string) string {
+// writeIn writes body to dir/name and returns the path.
+func writeIn(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
