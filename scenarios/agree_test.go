@@ -219,6 +219,8 @@ var beyondSchema = map[string]string{
 	"testdata/bad/live-seam-session-in-headers.yaml": "the session header carries session_id", // a header name against session_header
 	"testdata/bad/agent-tool-schema-invalid.yaml":    "not a valid JSON Schema",               // a value against a meta-schema
 	"testdata/bad/sessions-context-too-long.yaml":    "tokens of context",                     // a sum of fields against the target's window
+	"testdata/bad/context-over-window.yaml":          "tokens of context",                     // a sum of fields against the target's window
+	"testdata/bad/prefix-cache-suffix-too-long.yaml": "longer than the prompt it follows",     // two fields compared
 }
 
 func TestLoaderAndSchemaAgree(t *testing.T) {

@@ -525,6 +525,11 @@ func readPromptFile(d *decoder, at Pos, name, path string) []*RequestSpec {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), workload.MaxLineBytes)
 	for i := 0; sc.Scan(); i++ {
+		if bad := workload.InvalidUTF8(sc.Bytes()); bad != nil {
+			// JSON would send U+FFFD in its place: another prompt.
+			e.add(at, "%s.prompt.file: %s:%d:%d: byte 0x%02x is not valid UTF-8 (prompts are UTF-8 text)", path, full, i+1, bad.Col, bad.Byte)
+			return nil
+		}
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
@@ -541,7 +546,13 @@ func readPromptFile(d *decoder, at Pos, name, path string) []*RequestSpec {
 			e.add(at, "%s.prompt.file: %s:%d: each line needs \"messages\" or \"prompt\"", path, full, i+1)
 			return nil
 		}
-		out = append(out, &RequestSpec{Messages: r.Messages, Prompt: r.Prompt})
+		for j, m := range r.Messages {
+			if err := workload.CheckRole(m.Role); err != nil {
+				e.add(at, "%s.prompt.file: %s:%d: field \"messages[%d].role\": %v", path, full, i+1, j, err)
+				return nil
+			}
+		}
+		out = append(out, &RequestSpec{Meta: Meta{Pos: Pos{File: full, Line: i + 1, Col: 1}}, Messages: r.Messages, Prompt: r.Prompt})
 	}
 	if err := sc.Err(); err != nil {
 		e.add(at, "%s.prompt.file: %s: %v", path, full, err)

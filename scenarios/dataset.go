@@ -272,36 +272,3 @@ func messagesOf(ms []workload.Message) []MessageSpec {
 	}
 	return out
 }
-
-// checkContext holds the longest dataset prompt or trace request against
-// the context window of each embedded target, whose window is known before
-// anything is sent (a live server's says so itself, request by request).
-func checkContext(e *errs, p *Phase, targets []*Target) {
-	for _, t := range targets {
-		if !t.Embedded() || t.OpenAI == nil || t.OpenAI.Sim == nil {
-			continue
-		}
-		window := t.OpenAI.Sim.MaxModelLen
-		if window == 0 {
-			window = defaultMaxModelLen
-		}
-		if d := p.Dataset; d != nil && d.Longest > window {
-			e.add(p.Prompt.At("dataset"), "phases.%s.prompt.dataset: %s:%d: about %d prompt + output tokens, over the context window of %d of target %q (filter with prompt.max_prompt_tokens)",
-				p.Name, d.Path, d.LongestLine, d.Longest, window, t.Name)
-		}
-		if ti := p.TraceInfo; ti != nil {
-			c, line := ti.MaxContext, ti.MaxContextLine
-			if p.MaxTokens > 0 {
-				c = ti.MaxInputTokens + p.MaxTokens
-			}
-			if c > window {
-				e.add(p.Trace.At("file"), "phases.%s.trace.file: %s:%d: %d prompt + output tokens, over the context window of %d of target %q (narrow the window with trace.from and trace.to)",
-					p.Name, ti.Path, line, c, window, t.Name)
-			}
-		}
-	}
-}
-
-// defaultMaxModelLen is the embedded simulator's context window when the
-// scenario does not set sim.max_model_len (engine/sim's default).
-const defaultMaxModelLen = 32768

@@ -71,6 +71,9 @@ type decoder struct {
 	// nullBodies are the keyed mappings (targets, phases) an entry of
 	// which was null and refused, so "no targets" is not said as well.
 	nullBodies map[string]bool
+	// header is the scenario file's header comment (takeHeader), which
+	// heads the effective scenario.
+	header string
 }
 
 const fileShift = 20

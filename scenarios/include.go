@@ -49,6 +49,12 @@ func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *y
 		d.errorf(root, "a scenario is a mapping with name, targets, phases and gates; got %s", describe(root))
 		return nil
 	}
+	if h := takeHeader(&doc, data); fileIdx == 0 {
+		// The scenario's own header heads the effective scenario; an
+		// included file's describes that file, and would head it instead
+		// when its keys come first.
+		d.header = h
+	}
 	replace := d.replaceGates(root)
 	inc := removeKey(root, "include")
 	if inc == nil {
@@ -105,6 +111,26 @@ func (d *decoder) tree(file string, data []byte, fileIdx int, chain []string) *y
 	}
 	mergeGates(merged, root, replace != nil && replace.Value == "true")
 	return merged
+}
+
+// takeHeader removes a file's header comment from its tree and returns
+// it: the comment block it starts with, which yaml.v3 keeps on the
+// document when a blank line follows it and on the first key otherwise.
+func takeHeader(doc *yaml.Node, data []byte) string {
+	if h := doc.HeadComment; h != "" {
+		doc.HeadComment = ""
+		return h
+	}
+	if !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("#")) {
+		return ""
+	}
+	root := doc.Content[0]
+	if len(root.Content) == 0 {
+		return ""
+	}
+	h := root.Content[0].HeadComment
+	root.Content[0].HeadComment = ""
+	return h
 }
 
 // replaceGates removes replace_gates from a file's (or a profile's)
@@ -251,8 +277,11 @@ func applyProfile(d *decoder, root *yaml.Node, name string) {
 	if name == "" {
 		return
 	}
+	// A profile that is not there is a mistake in the flag, wherever the
+	// profiles are declared (an included file): the error is the flag's.
+	flag := Pos{Set: "--profile " + name}
 	if profiles == nil || profiles.Kind != yaml.MappingNode {
-		d.errs.add(Pos{File: d.file}, "--profile %s: the scenario has no profiles (add profiles: {%s: {...}})", name, name)
+		d.errs.add(flag, "the scenario has no profiles (add profiles: {%s: {...}} to %s)", name, d.file)
 		return
 	}
 	var names []string
@@ -270,7 +299,7 @@ func applyProfile(d *decoder, root *yaml.Node, name string) {
 		mergeGates(root, v, replace != nil && replace.Value == "true")
 		return
 	}
-	d.errs.add(d.pos(profiles), "--profile %s: no such profile%s (profiles: %s)", name, suggest(name, names), strings.Join(names, ", "))
+	d.errs.add(flag, "no such profile%s (profiles: %s, at %s)", suggest(name, names), strings.Join(names, ", "), d.pos(profiles))
 }
 
 // checkProfileKeys reports unknown keys in the profiles that are not

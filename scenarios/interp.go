@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-dev/tollgate/workload"
 )
 
 // interp expands ${vars.x}, ${env.X}, ${env.X:-default} and ${matrix.k} in
@@ -298,6 +300,12 @@ func (in *interp) resolve(r ref, errf func(string, ...any)) (*string, *yaml.Node
 			return nil, nil, false
 		}
 		if v, ok := in.env(r.name); ok {
+			if bad := workload.InvalidUTF8([]byte(v)); bad != nil {
+				// YAML holds text only; the value may be a secret, so only
+				// the place and the byte are said.
+				errf("environment variable %s is not valid UTF-8 (byte 0x%02x; the value is not shown)", r.name, bad.Byte)
+				return nil, nil, false
+			}
 			return &v, nil, true
 		}
 		if r.def != nil {

@@ -84,7 +84,7 @@ func Parse(file string, data []byte, opts Options) (*Scenario, error) {
 
 	warnings := dropSimForSetURL(d, root, templated)
 
-	effective, err := yaml.Marshal(root)
+	effective, err := yaml.Marshal(&yaml.Node{Kind: yaml.DocumentNode, HeadComment: d.header, Content: []*yaml.Node{root}})
 	if err != nil {
 		e.add(Pos{File: file, Line: 1, Col: 1}, "cannot re-encode the effective scenario: %v", err)
 		return nil, e.err()
@@ -268,7 +268,8 @@ func dropRepeated(e *errs, firstPass int, failed map[Pos]bool) {
 // reports only a line, and for some errors the line where the enclosing
 // block starts or none at all, so the common causes are looked for in the
 // text: a tab in the indentation, a key indented to no enclosing level, a
-// control character, an unknown alias.
+// control character, an unknown alias; any other error is found where the
+// file cut short first fails with it (locateSyntaxError).
 func syntaxError(file string, data []byte, err error) *Error {
 	msg := strings.TrimPrefix(strings.SplitN(err.Error(), "\n", 2)[0], "yaml: ")
 	lines := strings.Split(string(data), "\n")
@@ -307,6 +308,9 @@ func syntaxError(file string, data []byte, err error) *Error {
 				return at(i+1, k+1, msg+" (define it with &"+name+" before it is used)")
 			}
 		}
+	}
+	if l, c, ok := locateSyntaxError(data, msg); ok {
+		return at(l, c, msg)
 	}
 	col := 1
 	if line-1 < len(lines) {

@@ -409,6 +409,7 @@ func TestProfilesAndVarPrecedence(t *testing.T) {
 		opts    Options
 		mode    string
 		tokens  int
+		file    string // default testdata/include/team.yaml
 		wantErr string
 	}{
 		{name: "file", mode: "direct"},
@@ -416,14 +417,19 @@ func TestProfilesAndVarPrecedence(t *testing.T) {
 		{name: "var over profile", opts: Options{Profile: "ci", Vars: []string{"mode=direct"}}, mode: "direct"},
 		{name: "set over var", opts: Options{Vars: []string{"mode=relay"}, Sets: []string{"vars.mode=direct"}}, mode: "direct"},
 		{name: "profile merges phases", opts: Options{Profile: "quick"}, mode: "direct", tokens: 1},
-		{name: "unknown profile", opts: Options{Profile: "cii"}, wantErr: `--profile cii: no such profile (did you mean "ci"?) (profiles: ci, quick)`},
+		// The flag is the mistake, not the file that declares the profiles.
+		{name: "unknown profile", opts: Options{Profile: "cii"}, wantErr: `--profile cii: no such profile (did you mean "ci"?) (profiles: ci, quick, at testdata/include/base.yaml:16:3)`},
+		{name: "no profiles", opts: Options{Profile: "ci"}, file: "testdata/good/minimal.yaml", wantErr: "--profile ci: the scenario has no profiles"},
 		{name: "bad var", opts: Options{Vars: []string{"novalue"}}, wantErr: "--var novalue: expected NAME=VALUE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.LookupEnv = noEnv
-			sc, err := Load("testdata/include/team.yaml", tc.opts)
+			if tc.file == "" {
+				tc.file = "testdata/include/team.yaml"
+			}
+			sc, err := Load(tc.file, tc.opts)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
 				}
 				return

@@ -537,8 +537,16 @@ func (p *Phase) decodeNode(d *decoder, n *yaml.Node, path string) {
 	rest.Content = nil
 	dists := map[string]**Dist{"prompt_tokens": &p.PromptDist, "max_tokens": &p.MaxTokensDist}
 	var distKeys [][2]*yaml.Node
+	known, all, _ := fields(reflect.TypeFor[plain]())
+	hints := phaseKeyHints(p.Name, mapValue(n, "kind"), all)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolveAlias(n.Content[i+1])
+		if _, ok := known[k.Value]; !ok {
+			// Said here, with the keys of the phase's kind to suggest
+			// from: a decode phase's typo is not one of a load phase's keys.
+			d.errs.add(d.pos(k), "%s: unknown field %q%s", path, k.Value, suggest(k.Value, hints))
+			continue
+		}
 		if dst, ok := dists[k.Value]; ok && v.Kind == yaml.MappingNode {
 			*dst = &Dist{}
 			d.decode(v, reflect.ValueOf(*dst).Elem(), path+"."+k.Value)
@@ -552,6 +560,20 @@ func (p *Phase) decodeNode(d *decoder, n *yaml.Node, path string) {
 		p.Keys[kv[0].Value] = d.pos(kv[0])
 		p.Values[kv[0].Value] = d.pos(kv[1])
 	}
+}
+
+// phaseKeyHints are the keys an unknown key of a phase is suggested from:
+// those of its kind (written, or its name) on any target, else every
+// phase key.
+func phaseKeyHints(name string, kindNode *yaml.Node, all []string) []string {
+	kind := name
+	if kindNode = resolveAlias(kindNode); kindNode != nil && kindNode.Kind == yaml.ScalarNode {
+		kind = kindNode.Value
+	}
+	if k, ok := kindOf(kind); ok {
+		return append(append([]string{}, k.keys...), k.seamKeys...)
+	}
+	return all
 }
 
 // Gate is an expression over the report that must hold.

@@ -1,5 +1,11 @@
 package scenarios
 
+import (
+	"fmt"
+
+	"github.com/tollgate-dev/tollgate/workload"
+)
+
 // The serving phase kinds: warmup, prefill, decode, prefix_cache and
 // requests. Each one's keys and checks; their rows are in phaseKindTable.
 
@@ -43,6 +49,16 @@ func checkPrefixCache(e *errs, p *Phase, path string) {
 	}
 	if p.SuffixTokens < 0 {
 		e.add(p.At("suffix_tokens"), "%s.suffix_tokens: must be positive, got %d", path, p.SuffixTokens)
+	}
+	// small_suffix is a cached prompt with a few new tokens after it: a
+	// suffix longer than the prompt measures a mostly new prompt.
+	if len(p.PromptTokens) == 1 && p.SuffixTokens > p.PromptTokens[0] {
+		key, what := "suffix_tokens", fmt.Sprintf("suffix_tokens %d", p.SuffixTokens)
+		if !p.Has("suffix_tokens") {
+			key, what = "prompt_tokens", fmt.Sprintf("the default suffix_tokens %d", p.SuffixTokens)
+		}
+		e.add(p.At(key), "%s.%s: %s is longer than the prompt it follows (prompt_tokens %d); small_suffix measures the reuse of a cached prompt, so its suffix is a few tokens: give suffix_tokens below prompt_tokens",
+			path, key, what, p.PromptTokens[0])
 	}
 }
 
@@ -88,6 +104,11 @@ func checkRequestsPhase(e *errs, p *Phase, path string) {
 	for i, r := range p.Requests.List {
 		if (len(r.Messages) == 0) == (r.Prompt == "") {
 			e.add(r.Pos, "%s.requests[%d]: give either messages or prompt", path, i)
+		}
+		for j, m := range r.Messages {
+			if err := workload.CheckRole(m.Role); err != nil {
+				e.add(m.At("role"), "%s.requests[%d].messages[%d].role: %v", path, i, j, err)
+			}
 		}
 	}
 }

@@ -65,7 +65,15 @@ func ScanDataset(name string, r io.Reader, format string, fn func(Item) error) (
 	case FormatJSONL:
 		return 0, readJSONL(name, r, fn)
 	case FormatShareGPT:
-		return readShareGPT(name, r, fn)
+		// JSON would turn each byte that is not UTF-8 into U+FFFD: the
+		// reader fails there instead, and its error, which says where, is
+		// the one returned.
+		u := &utf8Reader{r: r}
+		skipped, err := readShareGPT(name, u, fn)
+		if u.err != nil {
+			return skipped, fmt.Errorf("%s:%w", name, u.err)
+		}
+		return skipped, err
 	}
 	return 0, fmt.Errorf("unknown dataset format %q (one of %s)", format, strings.Join(DatasetFormats, ", "))
 }
@@ -76,6 +84,9 @@ func readJSONL(name string, r io.Reader, fn func(Item) error) error {
 	line := 0
 	for sc.Scan() {
 		line++
+		if bad := InvalidUTF8(sc.Bytes()); bad != nil {
+			return fmt.Errorf("%s:%d:%d: byte 0x%02x is %w (prompts are UTF-8 text)", name, line, bad.Col, bad.Byte, ErrNotUTF8)
+		}
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
@@ -104,8 +115,8 @@ func readJSONL(name string, r io.Reader, fn func(Item) error) error {
 			it.PromptTokens = EstimateTokens(it.Prompt)
 		case len(raw.Messages) > 0:
 			for i, m := range raw.Messages {
-				if m.Role == "" {
-					return fmt.Errorf("%s:%d: field \"messages[%d].role\": missing", name, line, i)
+				if err := CheckRole(m.Role); err != nil {
+					return fmt.Errorf("%s:%d: field \"messages[%d].role\": %w", name, line, i, err)
 				}
 				it.PromptTokens += EstimateTokens(m.Content)
 			}
@@ -224,6 +235,17 @@ func readShareGPT(name string, r io.Reader, fn func(Item) error) (int, error) {
 	}
 	if _, err := dec.Token(); err != nil {
 		return skipped, fmt.Errorf("%s:%d: not ShareGPT JSON: %v", name, lt.lineAt(dec.InputOffset()), err)
+	}
+	// The list is the whole file: what follows it would be dropped.
+	dec.More() // reads up to what follows, so that the offset is its own
+	at := dec.InputOffset()
+	if tok, err := dec.Token(); err != io.EOF {
+		line := lt.lineAt(at)
+		what := "data"
+		if err == nil {
+			what = safefile.Excerpt(fmt.Sprint(tok))
+		}
+		return skipped, fmt.Errorf("%s:%d: not ShareGPT JSON: %s after the list of conversations (the file is one JSON list)", name, line, what)
 	}
 	return skipped, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,13 +16,7 @@ import (
 // whole path, so a regression fails within the timeout instead of hanging.
 func TestInputBoundsThroughTheBinary(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, src string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, src string) string { return writeIn(t, dir, name, src) }
 	million := write("million.yaml", "phases:\n  decode: {prompt_tokens: 16, max_tokens: 4, repeat: 1000000}\n")
 	huge := write("huge.yaml", "phases:\n  decode: {prompt_tokens: 16, max_tokens: 4, repeat: 9223372036854775807}\n")
 	capacity := write("capacity.yaml", "phases:\n  c:\n    kind: capacity\n    capacity: {min: 1, max: 64, objectives: [\"ttft_ms.p99 <= 500\"], probe: {min_requests: 1000000000}}\n")

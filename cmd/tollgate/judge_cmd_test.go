@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,26 +107,10 @@ func TestJudge(t *testing.T) {
 	if r := tollgate(t, "run", example, "-q", "--json-out", saved); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, content string) string { return writeIn(t, dir, name, content) }
 	// Reports edited as a run that failed, or was interrupted, would write them.
 	edit := func(name string, change func(m map[string]any)) string {
-		b, err := os.ReadFile(saved)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		change(m)
-		b, _ = json.Marshal(m)
-		return write(name, string(b))
+		return editReport(t, saved, filepath.Join(dir, name), change)
 	}
 	failedRun := edit("failed-run.json", func(m map[string]any) {
 		run := m["runs"].(map[string]any)["relay/stateless"].(map[string]any)
@@ -184,7 +167,7 @@ func TestJudge(t *testing.T) {
 		{name: "an interrupted run", args: []string{route, interrupted}, code: ExitNotJudged, stderr: "the report is incomplete"},
 		{name: "the report as an output", args: []string{route, saved, "--json-out", saved}, code: ExitInvalid, stderr: "it is the report and would be overwritten"},
 		{name: "one argument", args: []string{route}, code: ExitInvalid, stderr: "expected SCENARIO and REPORT.json, got 1 arguments"},
-		{name: "a bad scenario", args: []string{"scenarios/testdata/bad/syntax.yaml", saved}, code: ExitInvalid, stderr: "syntax.yaml:3:1: YAML syntax error"},
+		{name: "a bad scenario", args: []string{"scenarios/testdata/bad/syntax.yaml", saved}, code: ExitInvalid, stderr: "syntax.yaml:4:10: YAML syntax error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tollgate(t, append([]string{"judge"}, tc.args...)...)

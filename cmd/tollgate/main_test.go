@@ -208,7 +208,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "gate errors", args: []string{"run", example, "--set", `gates.0.expr=ratio(1, runs["direct/cached"].phases.decode.queue_wait_ms.p50) > 0`}, code: ExitNotJudged, status: "error",
 			stdout: "error: ratio(1, 0): the denominator is zero"},
 		{name: "no gate", args: []string{"run", example, "--no-gate", "--set", "vars.max_cached_p50_latency_ratio=0.5"}, code: ExitPass, status: "not_gated"},
-		{name: "bad yaml", args: []string{"run", "scenarios/testdata/bad/syntax.yaml"}, code: ExitInvalid, noReport: true, stderr: "scenarios/testdata/bad/syntax.yaml:3:1: YAML syntax error"},
+		{name: "bad yaml", args: []string{"run", "scenarios/testdata/bad/syntax.yaml"}, code: ExitInvalid, noReport: true, stderr: "scenarios/testdata/bad/syntax.yaml:4:10: YAML syntax error"},
 		{name: "unknown key", args: []string{"run", "scenarios/testdata/bad/unknown-key.yaml"}, code: ExitInvalid, noReport: true, stderr: `unknown field "transprt" (did you mean "transport"?)`},
 		{name: "gate names a missing run", args: []string{"run", example, "--set", `gates.0.expr=runs["direct/cahced"].connections.attempts == 1`}, code: ExitInvalid, noReport: true,
 			stderr: `runs has no "direct/cahced" (did you mean "direct/cached"?)`},
@@ -558,26 +558,19 @@ func TestInterruptWritesPartialReport(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "report.json")
 	junit := filepath.Join(dir, "junit.xml")
-	cmd := exec.Command(bin, "run", "examples/load-sweep.yaml", "-q", "--json-out", out, "--junit", junit,
+	samples := filepath.Join(dir, "s.jsonl")
+	cmd := exec.Command(bin, "run", "examples/load-sweep.yaml", "-q", "--json-out", out, "--junit", junit, "--samples-out", samples,
 		"--set", "phases.load.duration=30s", "--set", "phases.load.requests=100000")
 	cmd.Dir = "../.."
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(3 * time.Second)
+	r := startLive(t, cmd)
+	// Interrupted once the load phase has measured requests (streamed to
+	// --samples-out at least every second).
+	waitForFile(t, samples, `"phase":"load"`)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
-		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
-	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("took %v to stop after SIGINT", d)
+	if code := r.exitCode(t); code != ExitInterrupted {
+		t.Fatalf("exit %d, want 130\n%s", code, r.stderr())
 	}
 	rep := readJSONReport(t, out)
 	if rep["status"] != "incomplete" || rep["incomplete"] != true {
@@ -691,40 +684,6 @@ func TestBadGatesCorpus(t *testing.T) {
 	}
 }
 
-// A second signal does not wait for the grace period or the report.
-func TestSecondSignalExitsAtOnce(t *testing.T) {
-	cmd := exec.Command(bin, "run", "examples/load-sweep.yaml", "-q", "--set", "phases.load.duration=60s", "--set", "phases.load.requests=100000")
-	cmd.Dir = "../.."
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	err := interruptTwice(t, cmd)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
-		t.Errorf("exit %v, want 130", err)
-	}
-}
-
-// interruptTwice sends two SIGINTs 50 ms apart and waits, at most 4 s, for
-// the process to exit.
-func interruptTwice(t *testing.T, cmd *exec.Cmd) error {
-	t.Helper()
-	_ = cmd.Process.Signal(os.Interrupt)
-	time.Sleep(50 * time.Millisecond)
-	_ = cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(4 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("still running 4 s after the second signal")
-		return nil
-	}
-}
-
 func TestProgressLine(t *testing.T) {
 	var b bytes.Buffer
 	p := &progressLine{w: &b, color: false}
@@ -762,10 +721,7 @@ func TestInterruptWhileWritingOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
+	r := startLive(t, cmd)
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() && !strings.Contains(sc.Text(), "(json-out)") {
 	}
@@ -773,15 +729,13 @@ func TestInterruptWhileWritingOutputs(t *testing.T) {
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the signal is handled before the summary is opened
+	r.waitFor(t, sayInterrupted) // handled before the summary is read
 	md, err := os.ReadFile(fifo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
-		t.Fatalf("exit %v, want 130", err)
+	if code := r.exitCode(t); code != ExitInterrupted {
+		t.Fatalf("exit %d, want 130\n%s", code, r.stderr())
 	}
 	if !strings.Contains(string(md), "quickstart") {
 		t.Errorf("the step summary was not finished:\n%s", md)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,22 +169,30 @@ func TestOutputWriteFailures(t *testing.T) {
 }
 
 // --samples-out reaches the file as the run goes (at least every second),
-// and a second signal, which exits at once, leaves only whole lines.
+// and a second interrupt, which exits at once, leaves only whole lines.
+// The run is held in writing its outputs (the step summary is a FIFO no
+// one reads) until the second interrupt comes.
 func TestSamplesOutStreams(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "s.jsonl")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.jsonl")
+	fifo := filepath.Join(dir, "summary")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
 	cmd := exec.Command(bin, "run", "examples/load-sweep.yaml", "-q", "--samples-out", out,
 		"--set", "phases.load.duration=60s", "--set", "phases.load.requests=100000")
 	cmd.Dir = "../.."
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
+	cmd.Env = append(os.Environ(), "GITHUB_STEP_SUMMARY="+fifo)
+	r := startLive(t, cmd)
 	time.Sleep(3 * time.Second)
 	st, err := os.Stat(out)
 	if err != nil || st.Size() == 0 {
 		t.Errorf("nothing written to --samples-out 3 s into the run (%v)", err)
 	}
-	_ = interruptTwice(t, cmd)
+	interruptTwice(t, r)
+	if code := r.exitCode(t); code != ExitInterrupted {
+		t.Errorf("exit %d, want 130", code)
+	}
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

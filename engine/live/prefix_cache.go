@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/scenarios"
+	"github.com/tollgate-dev/tollgate/workload"
 )
 
 // prefixCacheKind sends, per repetition, a cold prompt, the same prompt
@@ -27,10 +28,9 @@ func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, p
 		if err != nil {
 			return err
 		}
-		suffix := transport.SyntheticPrompt(r.seed(p), 2_000_000+i, max(1, p.SuffixTokens*3/4), "")
+		suffix := suffixOf(r.seed(p), 2_000_000+i, p.SuffixTokens)
 		plan.add(report.VariantFresh, i, sized(r.request(prompt, nil, p.MaxTokens), size, p))
 		plan.add(report.VariantIdentical, i, sized(r.request(prompt, nil, p.MaxTokens), size, p))
-		// The suffix is sized by words, not calibrated: only roughly suffix_tokens.
 		plan.add(report.VariantSmallSuffix, i, r.request(prompt+"\n\n"+suffix, nil, p.MaxTokens))
 	}
 	f, err := r.sequential(ctx, p, plan)
@@ -43,6 +43,25 @@ func (prefixCacheKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, p
 		prefixCacheFindings(ph)
 	}
 	return err
+}
+
+// suffixOf is the small_suffix request's suffix: the longest synthetic
+// text of at most tokens tokens by workload.EstimateTokens (the embedded
+// simulator's count; about that many on another tokenizer), and never
+// less than the text's unique tag (a few tokens). It is not calibrated
+// through the server: the loader holds prompt + suffix + max_tokens
+// against the simulator's context window with this count.
+func suffixOf(seed int64, index, tokens int) string {
+	lo, hi := 1, max(1, tokens) // words: the text of lo words fits, or lo is 1
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if workload.EstimateTokens(transport.SyntheticPrompt(seed, index, mid, "")) <= tokens {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return transport.SyntheticPrompt(seed, index, lo, "")
 }
 
 // prefixCacheFindings fills the speedups and warns when cached_tokens shows

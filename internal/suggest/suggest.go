@@ -6,7 +6,8 @@ import "strings"
 
 // Closest returns the known word nearest to word (case-insensitive edit
 // distance, a prefix counting as a near miss), or "" when none is close
-// enough to be a plausible typo.
+// enough to be a plausible typo; failing that, the known word that word
+// qualifies (part).
 func Closest(word string, known []string) string {
 	lw := strings.ToLower(word)
 	best, bestD := "", 1<<30
@@ -22,7 +23,25 @@ func Closest(word string, known []string) string {
 	}
 	limit := min(len(word)/3+1, 4)
 	if best == "" || bestD > limit {
-		return ""
+		return part(lw, known)
+	}
+	return best
+}
+
+// part is the longest known word of at least three letters that is the
+// first or the last of word's words joined by _, or several of them
+// (request_rate → rate, concurrency_max → concurrency), or "": a
+// qualifier added to a key is too far from it for an edit distance.
+func part(lw string, known []string) string {
+	best := ""
+	for _, k := range known {
+		lk := strings.ToLower(k)
+		if len(lk) < 3 || len(lk) <= len(best) || lk == lw {
+			continue
+		}
+		if strings.HasSuffix(lw, "_"+lk) || strings.HasPrefix(lw, lk+"_") {
+			best = k
+		}
 	}
 	return best
 }

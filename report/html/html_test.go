@@ -309,6 +309,24 @@ func TestEscapesReportText(t *testing.T) {
 	checkPage(t, page, r, nil)
 }
 
+// Every free string of every fixture report (run and phase names, errors,
+// warnings, the target's model and URL) is text on the page.
+func TestEscapesFixtureStrings(t *testing.T) {
+	for _, rc := range testfixture.Reports() {
+		t.Run(rc.Name, func(t *testing.T) {
+			page := render(t, testfixture.WithHostileStrings(rc.Report(t)), nil)
+			for _, raw := range []string{"<script>alert", "<b>z"} {
+				if strings.Contains(page, raw) {
+					t.Errorf("%q reached the page unescaped", raw)
+				}
+			}
+			if !strings.Contains(page, "&lt;b&gt;z&lt;/b&gt;") {
+				t.Error("the escaped strings are not on the page")
+			}
+		})
+	}
+}
+
 func TestWithoutSamples(t *testing.T) {
 	r := viaJSON(t, runExample(t, "route-session.yaml"))
 	for _, run := range r.Runs {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/tollgate-dev/tollgate/internal/iox"
 	"github.com/tollgate-dev/tollgate/report"
@@ -28,8 +29,9 @@ import (
 //	### Failed runs / Warnings / Request errors   bullet lists, when any
 //
 // The tables are report/view's, as the text summary and the HTML page show
-// them. Table cells escape | and backticks, turn < into &lt; (no HTML
-// reaches the page) and fold newlines to spaces.
+// them. Every string from the report goes through cell, in a table or not:
+// it shows as written and makes no Markdown (no heading, link, image,
+// emphasis, HTML or broken table).
 func Write(w io.Writer, r *report.Report) error {
 	r = view.Sanitized(r)
 	ew := iox.NewErrWriter(w)
@@ -97,7 +99,7 @@ func tableHeader(w io.Writer, cols []string, left int) {
 			align[i] = "---"
 		}
 	}
-	fmt.Fprintf(w, "| %s |\n| %s |\n", caps.Replace(strings.Join(cols, " | ")), strings.Join(align, " | "))
+	fmt.Fprintf(w, "| %s |\n| %s |\n", caps.Replace(strings.Join(cells(cols), " | ")), strings.Join(align, " | "))
 }
 
 // errorRow is a table row for a run that failed: its name, the error,
@@ -151,7 +153,7 @@ func writeLiveTable(w io.Writer, live []view.LiveRun) {
 		for _, row := range lr.Rows {
 			if row.Warmup {
 				// Markdown leaves a warmup row's figures blank.
-				fmt.Fprintf(w, "| %s | %s | %s | (not measured) |%s\n", cell(lr.Name), cell(row.Label), row.Cells[0], strings.Repeat(" |", len(cols)-4))
+				fmt.Fprintf(w, "| %s | %s | %s | (not measured) |%s\n", cell(lr.Name), cell(row.Label), cell(row.Cells[0]), strings.Repeat(" |", len(cols)-4))
 				continue
 			}
 			tableRow(w, append([]string{lr.Name, row.Label}, row.Cells...))
@@ -183,7 +185,7 @@ func writeGatesTable(w io.Writer, r *report.Report) {
 	}
 	fmt.Fprintf(w, "\n### Gates\n\n| status | gate | deciding values |\n| --- | --- | --- |\n")
 	for _, g := range r.Gates {
-		status := strings.ToUpper(g.Status)
+		status := cell(strings.ToUpper(g.Status))
 		if g.Status == report.StatusFail || g.Status == report.StatusError || g.Status == report.StatusInconclusive {
 			status = "**" + status + "**"
 		}
@@ -211,11 +213,52 @@ func deciding(g report.GateResult) string {
 	return g.Message
 }
 
-// cell escapes text for a table cell: pipes would end the cell, backticks
-// open code spans, < opens HTML, and a newline ends the table.
+// cell escapes text from the report for a table cell or a line of the
+// page, so that it shows as written and makes nothing: a newline would end
+// the table or start a heading or a list, so it is a space; | ends a cell;
+// ` opens code; * _ ~ emphasis (an _ inside a word, as in prefix_cache,
+// cannot, and is left); ]( makes a link or an image; < opens HTML and &
+// an entity; $ opens math on GitHub; \ would escape what follows it.
 func cell(s string) string {
-	return strings.NewReplacer("|", `\|`, "`", "\\`", "<", "&lt;", "\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	rs := []rune(s)
+	for i, r := range rs {
+		switch r {
+		case '\\', '|', '`', '*', '~', '$':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '_':
+			if i == 0 || i == len(rs)-1 || !wordRune(rs[i-1]) || !wordRune(rs[i+1]) {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		case '(':
+			if i > 0 && rs[i-1] == ']' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		case '<':
+			b.WriteString("&lt;")
+		case '&':
+			b.WriteString("&amp;")
+		case '\r':
+			if i+1 < len(rs) && rs[i+1] == '\n' {
+				continue // \r\n is one line break
+			}
+			b.WriteByte(' ')
+		case '\n':
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
+
+// wordRune reports whether r is a letter or digit, between two of which an
+// _ cannot open or close emphasis.
+func wordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // cells escapes each of a row's cells.
 func cells(row []string) []string {
@@ -239,5 +282,5 @@ func statusWord(r *report.Report) string {
 	if r.Incomplete && r.Status != report.StatusIncomplete {
 		s += " (incomplete)"
 	}
-	return s
+	return cell(s)
 }
