@@ -446,6 +446,55 @@ func TestRemoteWriteToPrometheus(t *testing.T) {
 	if pushed(jm.stdout) <= pushed(m.stdout) {
 		t.Errorf("the judge pushed %d series, the merge %d: want the gates' on top", pushed(jm.stdout), pushed(m.stdout))
 	}
+
+	dashboardQueriesRun(t, prom, rep["ended_at"].(string))
+}
+
+// dashboardQueriesRun runs every query of the Grafana dashboards, as
+// Grafana would with every variable at All, on the Prometheus the test
+// pushed to: each must be one this Prometheus evaluates, and the latency,
+// gate and capacity panels must find series.
+func dashboardQueriesRun(t *testing.T, prom *prometheus, at string) {
+	t.Helper()
+	files, _ := filepath.Glob("../../deploy/grafana/*.json")
+	if len(files) == 0 {
+		t.Fatal("no dashboards under deploy/grafana")
+	}
+	vars := regexp.MustCompile(`\$\{?[A-Za-z_]+\}?`)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(data, &d); err != nil {
+			t.Fatal(err)
+		}
+		found := map[string]int{}
+		for _, p := range d.Panels {
+			for _, tg := range p.Targets {
+				// Every variable at All; prom.query fails on a query
+				// this Prometheus refuses.
+				q := strings.NewReplacer("$__interval", "10m", "$__range", "1h").Replace(tg.Expr)
+				q = vars.ReplaceAllString(q, ".*")
+				for _, s := range prom.query(t, q, at) {
+					found[p.Title] += len(s.Values) + 1
+				}
+			}
+		}
+		for _, title := range []string{"TTFT by slice (quantile $quantile)", "TPOT by slice (quantile $quantile)", "Gate verdicts over time", "Capacity found"} {
+			if found[title] == 0 {
+				t.Errorf("%s: panel %q finds no series", filepath.Base(f), title)
+			}
+		}
+	}
 }
 
 // runEnv runs the binary in the repository root with env on top of this
