@@ -132,7 +132,7 @@ func help(cmd string, stderr io.Writer) (string, bool) {
 		fs, _ := judgeFlags(stderr)
 		return judgeUsage + fs.FlagUsages(), true
 	case "merge":
-		fs, _ := mergeFlags(stderr)
+		fs, _, _ := mergeFlags(stderr)
 		return mergeUsage + fs.FlagUsages(), true
 	}
 	return "", false
@@ -162,6 +162,19 @@ const runOutputsHelp = `Outputs:
   the text summary, the "wrote" lines and GitHub annotations then go to
   standard error. An output that cannot be written is named on stderr and
   the exit code is at least 3 (1 when a gate failed).
+
+Remote write:
+  --remote-write URL pushes the report's figures as Prometheus series
+  (remote-write 1.0) after every file is written, timed at the run's end;
+  docs/report.md ("Prometheus series") lists them. Headers come from
+  $TOLLGATE_REMOTE_WRITE_HEADERS (name=value pairs, comma-separated,
+  values percent-encoded, as OTEL_EXPORTER_OTLP_HEADERS), basic auth from
+  $TOLLGATE_REMOTE_WRITE_USERNAME and $TOLLGATE_REMOTE_WRITE_PASSWORD;
+  no value of theirs is ever shown. A push is tried up to 3 times (after a
+  connection error, a 5xx or a 429) within --remote-write-timeout (30s).
+  One that fails is said on stderr and exits 3 (1 when a gate failed):
+  the report and the verdict stand. A bad URL, label or header exits 2
+  before anything is sent.
 `
 
 type runOptions struct {
@@ -180,6 +193,7 @@ type runOptions struct {
 	repeatRuns         int
 	shard              shardOptions
 	allowOutside       []string
+	remote             *remoteWriteOptions
 }
 
 // maxRepeatRuns bounds --repeat-runs: every repetition is kept in memory
@@ -202,6 +216,7 @@ func runFlags(stderr io.Writer) (*pflag.FlagSet, *runOptions) {
 	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline, &o.acceptInconclusive)
 	addShardFlags(fs, &o.shard)
 	fs.IntVar(&o.repeatRuns, "repeat-runs", 1, "run the whole scenario `N` times; the report keeps the last run and, under repetitions, every figure's mean, median and cv across the N (gates may read repetitions.runs.….median)")
+	o.remote = addRemoteWriteFlags(fs)
 	return fs, o
 }
 
@@ -402,6 +417,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, fmt.Errorf("--samples-out %s: %w", o.samplesOut, err))
 		verdict.OutputFailed = true
 	}
+	// The series go last: a receiver that never answers cannot keep a
+	// file from being written.
+	if ctx.Err() != nil {
+		errs = append(errs, o.remote.skipped())
+	} else if err := o.remote.push(ctx, rep, stdout); err != nil {
+		errs = append(errs, err)
+		verdict.OutputFailed = true
+	}
 	if ctx.Err() != nil {
 		// Interrupted, or a signal while the outputs were written: they
 		// were finished, and the exit code still says the run was.
@@ -431,6 +454,9 @@ func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, erro
 	if o.repeatRuns < 1 || o.repeatRuns > maxRepeatRuns {
 		return nil, invalid(fmt.Errorf("--repeat-runs %d: want 1 to %d", o.repeatRuns, maxRepeatRuns))
 	}
+	if err := o.remote.resolve(fs, os.LookupEnv); err != nil {
+		return nil, err // invalid
+	}
 	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns, allowOutside: o.allowOutside}
 	var err error
 	if r.base, r.baseEnv, err = openBaseline(o.baseline, o.requireBaseline, o.baselineAny, stderr); err != nil {
@@ -441,6 +467,9 @@ func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, erro
 	}
 	if r.shard != nil {
 		o.noGate = true // a shard measures part of the load: the merge is judged
+		if o.remote.url != "" {
+			return nil, invalid(errors.New("--remote-write with --shard: a shard measures part of the load, and every shard would write the same series; push from tollgate merge (or judge) instead"))
+		}
 	}
 	if r.p, err = prepare(r.path, lo, !o.noGate, r.baseEnv, stderr); err != nil {
 		return nil, err

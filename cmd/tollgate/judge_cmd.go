@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -27,7 +29,9 @@ const judgeUsage = "Usage: tollgate judge SCENARIO REPORT.json [flags]\n\n" +
 	"Exits like run: 0 every gate passed, 1 a gate failed, 2 bad input (a report from\n" +
 	"another scenario, a file that is not a report or fails its checks), 3 the report's\n" +
 	"run did not complete, its measurement is invalid, or a gate errored, 4 a gate's\n" +
-	"no_regression could not tell a change from noise (0 with --accept-inconclusive).\n\nFlags:\n"
+	"no_regression could not tell a change from noise (0 with --accept-inconclusive).\n" +
+	"With --remote-write the judged report's series (gate verdicts too) are pushed,\n" +
+	"timed at the run's end, as tollgate help run says.\n\nFlags:\n"
 
 type judgeOptions struct {
 	out             *outputs
@@ -38,6 +42,7 @@ type judgeOptions struct {
 	requireBaseline bool
 	// acceptInconclusive: --accept-inconclusive.
 	acceptInconclusive bool
+	remote             *remoteWriteOptions
 }
 
 func judgeFlags(stderr io.Writer) (*pflag.FlagSet, *judgeOptions) {
@@ -51,6 +56,7 @@ func judgeFlags(stderr io.Writer) (*pflag.FlagSet, *judgeOptions) {
 	addAllowOutsideFlag(fs, &o.load.allowOutside)
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on stdout; errors still go to stderr")
 	addBaselineFlags(fs, &o.baseline, &o.baselineAny, &o.requireBaseline, &o.acceptInconclusive)
+	o.remote = addRemoteWriteFlags(fs)
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", judgeUsage, fs.FlagUsages()) }
 	return fs, o
 }
@@ -67,6 +73,9 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 		return invalid(fmt.Errorf("expected SCENARIO and REPORT.json, got %d arguments", fs.NArg()))
 	}
 	path, reportPath := fs.Arg(0), fs.Arg(1)
+	if err := o.remote.resolve(fs, os.LookupEnv); err != nil {
+		return err // invalid
+	}
 	rep, err := report.ReadFile(reportPath)
 	if err != nil {
 		return invalid(fmt.Errorf("%w (give a report written by tollgate run --json-out)", err))
@@ -119,6 +128,10 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 
 	if failed := writeOutputs(rep, base, o.out, path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout}); len(failed) > 0 {
 		errs = append(errs, failed...)
+		verdict.OutputFailed = true
+	}
+	if err := o.remote.push(context.Background(), rep, stdout); err != nil {
+		errs = append(errs, err)
 		verdict.OutputFailed = true
 	}
 	_, code := gates.Verdict(verdict)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -31,18 +33,21 @@ const mergeUsage = "Usage: tollgate merge SHARD.json... --json-out PATH [flags]\
 	"Exits 0 merged, 2 bad input (a report that is not a shard or fails its checks,\n" +
 	"shards of different scenarios, runs or schema versions, a shard given twice or\n" +
 	"missing, windows that are not one run's), 3 merged but not to be trusted (a shard\n" +
-	"started late, a shard's run did not complete) or an output could not be written.\n\nFlags:\n"
+	"started late, a shard's run did not complete) or an output could not be written\n" +
+	"(a --remote-write push that failed among them: a sharded fleet pushes one set of\n" +
+	"series from the merge, or from the judge of it, never from the shards).\n\nFlags:\n"
 
-func mergeFlags(stderr io.Writer) (*pflag.FlagSet, *outputs) {
+func mergeFlags(stderr io.Writer) (*pflag.FlagSet, *outputs, *remoteWriteOptions) {
 	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := addOutputFlags(fs, true)
+	remote := addRemoteWriteFlags(fs)
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", mergeUsage, fs.FlagUsages()) }
-	return fs, out
+	return fs, out, remote
 }
 
 func cmdMerge(args []string, stdout, stderr io.Writer) error {
-	fs, out := mergeFlags(stderr)
+	fs, out, remote := mergeFlags(stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print nothing on stdout; errors still go to stderr")
 	maxLate := fs.Duration("max-start-lateness", fold.DefaultMaxStartLateness,
 		"accept shards that began their first load point up to `DURATION` after --start-at; later makes the merge invalid (exit 3)")
@@ -55,8 +60,11 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return invalid(errors.New("expected the shard reports (SHARD.json...)"))
 	}
-	if !out.any() {
-		return invalid(errors.New("nothing to write: give --json-out PATH (or another output)"))
+	if err := remote.resolve(fs, os.LookupEnv); err != nil {
+		return err // invalid
+	}
+	if !out.any() && remote.client == nil {
+		return invalid(errors.New("nothing to write: give --json-out PATH (or another output, or --remote-write URL)"))
 	}
 	inputs := map[string]string{}
 	for i, f := range fs.Args() {
@@ -92,6 +100,9 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, fmt.Errorf("writing summary: %w", err))
 	}
 	if err := out.write(merged, nil, dataStdout, stdout); err != nil {
+		errs = append(errs, err)
+	}
+	if err := remote.push(context.Background(), merged, stdout); err != nil {
 		errs = append(errs, err)
 	}
 	for _, run := range view.FailedRuns(merged) {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"testing"
 )
 
@@ -47,27 +46,7 @@ func TestMergeOfOneShardIsTheShard(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatal("the shard's report has no numbers")
 			}
-			var diffs []string
-			for k, v := range want {
-				if g, ok := got[k]; !ok {
-					diffs = append(diffs, fmt.Sprintf("%s: %v in the shard, absent from the merge", k, v))
-				} else if g != v {
-					diffs = append(diffs, fmt.Sprintf("%s: %v in the shard, %v in the merge", k, v, g))
-				}
-			}
-			for k, v := range got {
-				if _, ok := want[k]; !ok {
-					diffs = append(diffs, fmt.Sprintf("%s: %v in the merge, absent from the shard", k, v))
-				}
-			}
-			sort.Strings(diffs)
-			for i, d := range diffs {
-				if i == 20 {
-					t.Errorf("… and %d more", len(diffs)-20)
-					break
-				}
-				t.Error(d)
-			}
+			equalNumbers(t, want, got, "the shard", "the merge")
 			t.Logf("%d numbers compared", len(want))
 		})
 	}

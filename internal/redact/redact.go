@@ -120,6 +120,23 @@ func (r *Redactor) String(s string) string {
 	return redactURLPasswords(s)
 }
 
+// Error returns err with String applied to its text, still matching what
+// err wraps (errors.Is, errors.As); nil for nil.
+func (r *Redactor) Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{msg: r.String(err.Error()), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
 // Writer returns w with String applied to every Write. It suits streams
 // written a whole message per Write (fmt.Fprintf to stderr): a secret split
 // across two writes is not recognised.

@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -158,5 +160,21 @@ func TestURLSecrets(t *testing.T) {
 				t.Errorf("still leaks: %q", s)
 			}
 		})
+	}
+}
+
+// Error hides the secrets of an error's text and still matches what it
+// wraps.
+func TestRedactorError(t *testing.T) {
+	sentinel := errors.New("push failed")
+	err := New("tok-123").Error(fmt.Errorf("%w: the server said Bearer tok-123 to http://u:pw@h/", sentinel))
+	if got := err.Error(); got != "push failed: the server said Bearer [REDACTED] to http://u:[REDACTED]@h/" {
+		t.Errorf("got %q", got)
+	}
+	if !errors.Is(err, sentinel) {
+		t.Error("the redacted error no longer matches what it wraps")
+	}
+	if New("x").Error(nil) != nil {
+		t.Error("nil is not nil")
 	}
 }
