@@ -183,8 +183,9 @@ func Validate(sc *scenarios.Scenario) error {
 }
 
 // Warnings are what a scenario asks that will not happen as written: the
-// loader's (scenarios.Scenario.Warnings) and a load phase's concurrency
-// over the open-file limit (each run's report repeats it). Each has its
+// loader's (scenarios.Scenario.Warnings), a load point whose requests are
+// fewer than its concurrency, and a load phase's concurrency over the
+// open-file limit (each run's report repeats these two). Each has its
 // position; all are found before anything is sent.
 func Warnings(sc *scenarios.Scenario, openFileLimit uint64) []string {
 	out := append([]string(nil), sc.Warnings...)
@@ -194,14 +195,16 @@ func Warnings(sc *scenarios.Scenario, openFileLimit uint64) []string {
 			continue
 		}
 		for _, p := range run.Phases {
-			w := live.FileLimitWarning(run, p, openFileLimit)
-			if w == "" {
-				continue
+			ws := live.ConcurrencyWarnings(p)
+			if w := live.FileLimitWarning(run, p, openFileLimit); w != "" {
+				ws = append(ws, w)
 			}
-			w = fmt.Sprintf("%s: phase %s: %s", p.Pos, p.Name, w)
-			if !seen[w] { // the same phase in every run of a matrix
-				seen[w] = true
-				out = append(out, w)
+			for _, w := range ws {
+				w = fmt.Sprintf("%s: phase %s: %s", p.Pos, p.Name, w)
+				if !seen[w] { // the same phase in every run of a matrix
+					seen[w] = true
+					out = append(out, w)
+				}
 			}
 		}
 	}

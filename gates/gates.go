@@ -416,8 +416,13 @@ type recorder struct {
 	obs   []report.Observation
 	total int
 	// touched lists the runs read since the last comparison, so an
-	// observation inside all(values(runs), …) says which run it is about.
+	// observation inside all(values(runs), …) says which run it is about;
+	// lastRun is the run read last, and point the load point read since
+	// the last comparison, so one inside all(runs.x.phases.load.points,
+	// …) says which point ("[x, concurrency 8]").
 	touched []string
+	lastRun string
+	point   string
 	// deadline (zero: none) and bytesLeft bound the evaluation; every
 	// helper checks them, so a slow or greedy gate stops with an error.
 	deadline  time.Time
@@ -518,10 +523,53 @@ func (r *recorder) observe(o report.Observation) {
 }
 
 // sources records the text of every node before strict rewrites the tree,
-// so observations and errors quote the expression as the user wrote it.
-type sources struct{ text map[ast.Node]string }
+// so observations and errors quote the expression as the user wrote it,
+// and the comparisons that select a slice rather than judge it.
+type sources struct {
+	text map[ast.Node]string
+	// selectors are the comparisons inside the predicate of a builtin
+	// that selects (filter, find, …): they choose what the gate judges,
+	// and are no observation of it.
+	selectors map[ast.Node]bool
+}
 
-func (s *sources) Visit(node *ast.Node) { s.text[*node] = (*node).String() }
+// selecting are the builtins whose predicate selects elements.
+var selecting = map[string]bool{"filter": true, "find": true, "findIndex": true, "findLast": true, "findLastIndex": true,
+	"groupBy": true, "sortBy": true}
+
+func (s *sources) Visit(node *ast.Node) {
+	s.text[*node] = (*node).String()
+	b, ok := (*node).(*ast.BuiltinNode)
+	if !ok || !selecting[b.Name] {
+		return
+	}
+	for _, a := range b.Arguments[min(1, len(b.Arguments)):] {
+		if p, ok := a.(*ast.PredicateNode); ok {
+			ast.Walk(&p.Node, markSelectors{s})
+		}
+	}
+}
+
+// markSelectors marks the comparisons it visits as selectors.
+type markSelectors struct{ s *sources }
+
+func (m markSelectors) Visit(node *ast.Node) {
+	if b, ok := (*node).(*ast.BinaryNode); ok && isComparison(b.Operator) {
+		s := m.s
+		if s.selectors == nil {
+			s.selectors = map[ast.Node]bool{}
+		}
+		s.selectors[b] = true
+	}
+}
+
+func isComparison(op string) bool {
+	switch op {
+	case "<", "<=", ">", ">=", "==", "!=":
+		return true
+	}
+	return false
+}
 
 func (s *sources) of(n ast.Node) string {
 	if t, ok := s.text[n]; ok {
@@ -530,16 +578,26 @@ func (s *sources) of(n ast.Node) string {
 	return pathOf(n)
 }
 
-// touch notes a run (a map with name and phases) that an access returned.
+// touch notes a run (a map with name and phases) or a load point (a map
+// with peak_in_flight and its concurrency or rate) that an access read.
 func (r *recorder) touch(v any) {
 	m, ok := v.(map[string]any)
 	if !ok {
+		return
+	}
+	if _, isPoint := m["peak_in_flight"]; isPoint {
+		if c, ok := toFloat(m["concurrency"]); ok && c > 0 {
+			r.point = "concurrency " + strconv.FormatFloat(c, 'g', -1, 64)
+		} else if rt, ok := toFloat(m["rate"]); ok && rt > 0 {
+			r.point = "rate " + strconv.FormatFloat(rt, 'g', -1, 64) + "/s"
+		}
 		return
 	}
 	name, ok := m["name"].(string)
 	if _, hasPhases := m["phases"]; !ok || !hasPhases {
 		return
 	}
+	r.lastRun = name
 	for _, t := range r.touched {
 		if t == name {
 			return
@@ -575,8 +633,12 @@ func (st *strict) Visit(node *ast.Node) {
 			})
 		case "<", "<=", ">", ">=", "==", "!=":
 			src := st.src.of(n)
+			callee := "__cmp"
+			if st.src.selectors[n] {
+				callee = "__sel" // strict as a comparison, never observed
+			}
 			ast.Patch(node, &ast.CallNode{
-				Callee: &ast.IdentifierNode{Value: "__cmp"},
+				Callee: &ast.IdentifierNode{Value: callee},
 				Arguments: []ast.Node{
 					n.Left, n.Right,
 					&ast.StringNode{Value: n.Operator},
@@ -594,7 +656,7 @@ func pathOf(n ast.Node) string {
 			switch id.Value {
 			case "__get":
 				return c.Arguments[3].(*ast.StringNode).Value + accessor(c.Arguments[1])
-			case "__cmp":
+			case "__cmp", "__sel":
 				return "(" + c.Arguments[3].(*ast.StringNode).Value + ")"
 			}
 		}
@@ -636,6 +698,7 @@ func withHelpers(data map[string]any, rec *recorder) map[string]any {
 	}
 	env["__get"] = func(obj, key any, optional bool, src string) (any, error) { return rec.get(obj, key, optional, src) }
 	env["__cmp"] = func(a, b any, op, src string) (bool, error) { return rec.cmp(a, b, op, src) }
+	env["__sel"] = func(a, b any, op, src string) (bool, error) { return rec.sel(a, b, op, src) }
 	env["__add"] = rec.add
 	env["__step"] = rec.step
 	for name, fn := range guarded(rec) {
@@ -781,6 +844,16 @@ func quoteAll(s []string) []string {
 
 func closest(word string, known []string) string { return suggest.DidYouMean(word, known) }
 
+// sel is a comparison that selects (a filter's predicate): as strict as
+// cmp, and no observation; it says nothing about which run or point the
+// next comparison reads.
+func (r *recorder) sel(a, b any, op, src string) (bool, error) {
+	obs, total, touched, point := len(r.obs), r.total, append([]string(nil), r.touched...), r.point
+	res, err := r.cmp(a, b, op, src)
+	r.obs, r.total, r.touched, r.point = r.obs[:obs], total, touched, point
+	return res, err
+}
+
 func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
 	if err := r.tick(); err != nil {
 		return false, err
@@ -814,11 +887,21 @@ func (r *recorder) cmp(a, b any, op, src string) (res bool, err error) {
 	case "!=":
 		res = !equal(a, b)
 	}
-	if len(r.touched) > 0 && !strings.HasPrefix(src, "runs[\"") && !strings.HasPrefix(src, "runs.") {
-		// The expression reaches runs through # or a helper: name them.
-		src = "[" + strings.Join(r.touched, ", ") + "] " + src
+	if !strings.HasPrefix(src, "runs[\"") && !strings.HasPrefix(src, "runs.") {
+		// The expression reaches runs or load points through # or a
+		// helper: name them.
+		names := append([]string(nil), r.touched...)
+		if r.point != "" {
+			if len(names) == 0 && r.lastRun != "" {
+				names = []string{r.lastRun}
+			}
+			names = append(names, r.point)
+		}
+		if len(names) > 0 {
+			src = "[" + strings.Join(names, ", ") + "] " + src
+		}
 	}
-	r.touched = r.touched[:0]
+	r.touched, r.point = r.touched[:0], ""
 	r.observe(report.Observation{Expr: src, Op: op, Left: compact(jsonSafe(a)), Right: compact(jsonSafe(b)), Result: res})
 	return res, nil
 }

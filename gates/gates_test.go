@@ -215,3 +215,86 @@ func TestBaselineOfIsBaselineEnv(t *testing.T) {
 		t.Error("BaselineOf shares its maps with env")
 	}
 }
+
+// loadEnv is a report of one run whose load phase has three closed-loop
+// points and one open-loop one, as gates read it.
+func loadEnv(t *testing.T) map[string]any {
+	t.Helper()
+	f := func(v float64) *float64 { return &v }
+	point := func(c int, rate, attained float64) *report.LoadPoint {
+		return &report.LoadPoint{Concurrency: c, Rate: rate, PeakInFlight: int64(c),
+			ServingMetrics: &report.ServingMetrics{Requests: 10, Succeeded: 10, Errors: report.ErrorSummary{ByClass: map[string]int{}}},
+			Goodput:        &report.Goodput{AttainedPct: f(attained)}}
+	}
+	r := &report.Report{RunOrder: []string{"server"}, Runs: map[string]*report.Run{"server": {Name: "server", Status: "ok",
+		PhaseOrder: []string{"load"}, Phases: map[string]*report.Phase{"load": {Kind: report.KindLoad,
+			ServingMetrics: &report.ServingMetrics{Errors: report.ErrorSummary{ByClass: map[string]int{}}},
+			Points:         []*report.LoadPoint{point(1, 0, 95), point(8, 0, 40), point(64, 0, 10), point(0, 2.5, 30)}}}}}}
+	env, err := Env(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// A failed gate over load points names each point it judged, and a
+// filter's predicate, which chose the points, is no observation of it.
+func TestLoadPointObservations(t *testing.T) {
+	env := loadEnv(t)
+	for _, tc := range []struct {
+		name, expr string
+		msg        string   // the gate's message, exactly
+		obs        []string // every observation's expr, in order
+	}{
+		{
+			name: "all points",
+			expr: `all(runs.server.phases.load.points, .goodput.attained_pct >= 50)`,
+			msg:  "[server, concurrency 8] .goodput.attained_pct >= 50: 40 >= 50 is false",
+			obs:  []string{"[server, concurrency 8] .goodput.attained_pct >= 50", "[server, concurrency 1] .goodput.attained_pct >= 50"},
+		},
+		{
+			name: "filtered points: the predicate selects, the gate judges",
+			expr: `all(filter(runs.server.phases.load.points, .peak_in_flight >= 8), .goodput.attained_pct >= 20)`,
+			msg:  "[server, concurrency 64] .goodput.attained_pct >= 20: 10 >= 20 is false",
+			obs:  []string{"[server, concurrency 64] .goodput.attained_pct >= 20", "[server, concurrency 8] .goodput.attained_pct >= 20"},
+		},
+		{
+			name: "an open-loop point is named by its rate",
+			expr: `all(runs.server.phases.load.points, .goodput.attained_pct != 30)`,
+			msg:  "[server, rate 2.5/s] .goodput.attained_pct != 30: 30 != 30 is false",
+		},
+		{
+			name: "a point read by its index needs no name",
+			expr: `runs.server.phases.load.points[1].goodput.attained_pct >= 50`,
+			msg:  "runs.server.phases.load.points[1].goodput.attained_pct >= 50: 40 >= 50 is false",
+			obs:  []string{"runs.server.phases.load.points[1].goodput.attained_pct >= 50"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, problems := Compile([]Spec{spec(tc.name, tc.expr)}, env)
+			if len(problems) > 0 {
+				t.Fatalf("compile: %v", problems)
+			}
+			res := set.Evaluate(env)[0]
+			if res.Status != report.StatusFail {
+				t.Fatalf("status %s (%s), want fail", res.Status, res.Message)
+			}
+			if !strings.HasPrefix(res.Message, tc.msg) {
+				t.Errorf("message %q, want %q", res.Message, tc.msg)
+			}
+			if strings.Contains(res.Message, ".peak_in_flight") {
+				t.Errorf("message %q quotes the filter's predicate", res.Message)
+			}
+			if tc.obs == nil {
+				return
+			}
+			var got []string
+			for _, o := range res.Observations {
+				got = append(got, o.Expr)
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.obs, "\n") {
+				t.Errorf("observations\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.obs, "\n"))
+			}
+		})
+	}
+}

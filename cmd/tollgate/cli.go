@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/report/markdown"
 	"github.com/tollgate-dev/tollgate/report/text"
+	"github.com/tollgate-dev/tollgate/report/view"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/schema"
 )
@@ -403,13 +404,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	// outputs are written; the verdict decides the exit code.
 	verdict, errs := judge(rep, r, o, runErr == nil, stopped)
 	if runErr != nil && !stopped {
-		errs = append(errs, runErr)
+		if errors.Is(runErr, engine.ErrRunFailed) {
+			// Said once, from the report, each cause on its line.
+			errs = append(errs, runFailures(rep, runPrefix(runErr))...)
+		} else {
+			errs = append(errs, runErr)
+		}
 	}
 	rep.Status, _ = gates.Verdict(verdict)
 
 	// Every output is attempted even when one fails: what was measured is
 	// kept wherever it can be.
-	if failed := writeOutputs(rep, r.base, o.out, r.path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout}); len(failed) > 0 {
+	if failed := writeOutputs(rep, r.base, o.out, placesOf(r.path, r.p.sc), outStreams{summary: stdout, data: dataStdout, ci: ciStdout}); len(failed) > 0 {
 		errs = append(errs, failed...)
 		verdict.OutputFailed = true
 	}
@@ -519,7 +525,7 @@ func runRepeated(ctx context.Context, sc *scenarios.Scenario, opts engine.Option
 				rep.Repetitions = r
 			}
 			if err != nil && n > 1 {
-				err = fmt.Errorf("repetition %d of %d: %w", i, n, err)
+				err = &repetitionError{fmt.Sprintf("repetition %d of %d", i, n), err}
 			}
 			return rep, err
 		}
@@ -532,6 +538,49 @@ func runRepeated(ctx context.Context, sc *scenarios.Scenario, opts engine.Option
 	}
 }
 
+// repetitionError is the error of the repetition that stopped a repeated
+// run, named.
+type repetitionError struct {
+	which string // "repetition 2 of 3"
+	err   error
+}
+
+func (e *repetitionError) Error() string { return e.which + ": " + e.err.Error() }
+func (e *repetitionError) Unwrap() error { return e.err }
+
+// runPrefix is what names the part of a repeated run that failed ("" when
+// the run was not repeated).
+func runPrefix(err error) string {
+	if e, ok := errors.AsType[*repetitionError](err); ok {
+		return e.which + ": "
+	}
+	return ""
+}
+
+// runFailures says why the runs of rep that failed did not complete, one
+// error per cause: runs that failed alike (a matrix against one server
+// that is down) share one line. The summary does not repeat them.
+func runFailures(rep *report.Report, prefix string) []error {
+	var causes []string
+	runs := map[string][]string{}
+	for _, run := range view.FailedRuns(rep) {
+		if runs[run.Error] == nil {
+			causes = append(causes, run.Error)
+		}
+		runs[run.Error] = append(runs[run.Error], run.Name)
+	}
+	errs := make([]error, 0, len(causes))
+	for _, cause := range causes {
+		names := runs[cause]
+		which := "run " + names[0]
+		if len(names) > 1 {
+			which = "runs " + strings.Join(names, ", ")
+		}
+		errs = append(errs, fmt.Errorf("%s%s did not complete: %s", prefix, which, cause))
+	}
+	return errs
+}
+
 // outStreams are where a command's outputs go: the summary, outputs given
 // "-", and GitHub workflow commands.
 type outStreams struct{ summary, data, ci io.Writer }
@@ -542,7 +591,7 @@ type outStreams struct{ summary, data, ci io.Writer }
 // each. A report that fails its schema is an output failure even when no
 // JSON file was asked for; --json-out then says so itself, and keeps it as
 // PATH.invalid.json.
-func writeOutputs(rep, base *report.Report, out *outputs, scenarioFile string, w outStreams) []error {
+func writeOutputs(rep, base *report.Report, out *outputs, at annotations.Places, w outStreams) []error {
 	var errs []error
 	if _, err := report.Marshal(rep); err != nil && out.path("json-out") == "" {
 		errs = append(errs, err)
@@ -553,7 +602,7 @@ func writeOutputs(rep, base *report.Report, out *outputs, scenarioFile string, w
 	if err := out.write(rep, base, w.data, w.summary); err != nil {
 		errs = append(errs, err)
 	}
-	if err := ciOutputs(rep, scenarioFile, w.ci); err != nil {
+	if err := ciOutputs(rep, at, w.ci); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
@@ -570,8 +619,8 @@ func judge(rep *report.Report, r *runSetup, o *runOptions, completed, stopped bo
 	if stopped {
 		rep.Incomplete = true
 	}
-	if stopped || o.noGate {
-		return verdict, errs
+	if stopped || o.noGate || view.RunsFailed(rep) != "" {
+		return verdict, errs // a run that did not complete: its gates would only say so again
 	}
 	env, err := gates.Env(rep, r.p.sc.Vars)
 	if err != nil {
@@ -597,7 +646,7 @@ func judge(rep *report.Report, r *runSetup, o *runOptions, completed, stopped bo
 
 // ciOutputs writes the GitHub Actions step summary and annotations when
 // running there.
-func ciOutputs(rep *report.Report, scenarioFile string, stdout io.Writer) error {
+func ciOutputs(rep *report.Report, at annotations.Places, stdout io.Writer) error {
 	var errs []error
 	if summary := os.Getenv("GITHUB_STEP_SUMMARY"); summary != "" {
 		var b bytes.Buffer
@@ -610,11 +659,36 @@ func ciOutputs(rep *report.Report, scenarioFile string, stdout io.Writer) error 
 		}
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
-		if err := annotations.Write(stdout, rep, scenarioFile); err != nil {
+		if err := annotations.WriteAt(stdout, rep, at); err != nil {
 			errs = append(errs, fmt.Errorf("annotations: %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// placesOf says where the scenario at path writes each gate and phase,
+// for annotations: the line each starts on, in the file it is written in
+// (an included file's own); one that came from --set or --var points at
+// the scenario file as a whole.
+func placesOf(path string, sc *scenarios.Scenario) annotations.Places {
+	at := annotations.Places{Scenario: path, Gates: map[string]annotations.Place{}, Phases: map[string]annotations.Place{}}
+	place := func(p scenarios.Pos) (annotations.Place, bool) {
+		if p.Set != "" || p.File == "" || p.Line == 0 {
+			return annotations.Place{}, false
+		}
+		return annotations.Place{File: p.File, Line: p.Line}, true
+	}
+	for _, g := range sc.Gates {
+		if pl, ok := place(g.Pos); ok {
+			at.Gates[g.Name] = pl
+		}
+	}
+	for _, p := range sc.Phases {
+		if pl, ok := place(p.Pos); ok {
+			at.Phases[p.Name] = pl
+		}
+	}
+	return at
 }
 
 func appendFile(path string, b []byte) error {

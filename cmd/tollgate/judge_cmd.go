@@ -126,7 +126,7 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 		rep.Status = status
 	}
 
-	if failed := writeOutputs(rep, base, o.out, path, outStreams{summary: stdout, data: dataStdout, ci: ciStdout}); len(failed) > 0 {
+	if failed := writeOutputs(rep, base, o.out, placesOf(path, p.sc), outStreams{summary: stdout, data: dataStdout, ci: ciStdout}); len(failed) > 0 {
 		errs = append(errs, failed...)
 		verdict.OutputFailed = true
 	}
@@ -144,16 +144,16 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 // gates may say why) but exits 3, as run would have; an interrupted one is
 // partial and not judged.
 func judgeSaved(rep *report.Report, p *prepared, rs gates.Reports, baseEnv map[string]any) (gates.Outcome, []error) {
-	failed := view.FailedRuns(rep)
-	verdict := gates.Outcome{Completed: len(failed) == 0 && len(rep.Invalid) == 0}
-	var errs []error
-	for _, run := range failed {
-		errs = append(errs, fmt.Errorf("run %s did not complete: %s", run.Name, run.Error))
-	}
+	errs := runFailures(rep, "")
+	verdict := gates.Outcome{Completed: len(errs) == 0 && len(rep.Invalid) == 0}
 	errs = append(errs, invalidErrs(rep)...)
 	if view.Interrupted(rep) {
 		errs = append(errs, errors.New("the report is incomplete (its run was interrupted); its gates are not judged"))
 		verdict.Completed, verdict.Unjudged = false, true
+		return verdict, errs
+	}
+	if view.RunsFailed(rep) != "" {
+		rep.Gates = []report.GateResult{} // a run that did not complete, as run would have
 		return verdict, errs
 	}
 	env, err := gates.Env(rep, p.sc.Vars)

@@ -395,7 +395,7 @@ func TestUnreachableServerExits3(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "report.json")
 	r := tollgate(t, "run", "examples/serving.yaml", "--json-out", out,
 		"--set", "vars.base_url=http://127.0.0.1:1", "--set", "targets.server.ready_timeout=300ms")
-	if r.code != ExitNotJudged || !strings.Contains(r.stderr, "target not ready within 300ms") {
+	if r.code != ExitNotJudged || !strings.Contains(r.stderr, "connection refused at http://127.0.0.1:1 (retried for 300ms)") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	rep := readJSONReport(t, out)
@@ -473,7 +473,8 @@ func TestCIOutputsAndGitHub(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != ExitGateFailed {
 		t.Fatalf("exit %v, want 1", err)
 	}
-	if !strings.Contains(string(out), "::error file=examples/route-session.yaml,title=cached decode p50 latency beats stateless::") {
+	// The annotation points at the gate's own line (examples/route-session.yaml:59).
+	if !strings.Contains(string(out), "::error file=examples/route-session.yaml,line=59,title=cached decode p50 latency beats stateless::") {
 		t.Errorf("no annotation for the failed gate in:\n%s", out)
 	}
 	for name, want := range map[string]string{

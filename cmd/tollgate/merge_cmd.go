@@ -12,7 +12,6 @@ import (
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/fold"
 	"github.com/tollgate-dev/tollgate/report/text"
-	"github.com/tollgate-dev/tollgate/report/view"
 )
 
 const mergeUsage = "Usage: tollgate merge SHARD.json... --json-out PATH [flags]\n\n" +
@@ -105,9 +104,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 	if err := remote.push(context.Background(), merged, stdout); err != nil {
 		errs = append(errs, err)
 	}
-	for _, run := range view.FailedRuns(merged) {
-		errs = append(errs, fmt.Errorf("run %s did not complete: %s", run.Name, run.Error))
-	}
+	errs = append(errs, runFailures(merged, "")...)
 	for _, f := range merged.Invalid {
 		errs = append(errs, fmt.Errorf("the merged measurement is invalid: %s", f.Message))
 	}

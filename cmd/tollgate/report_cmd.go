@@ -14,11 +14,14 @@ import (
 const reportUsage = "Usage: tollgate report REPORT.json [--html PATH] [--junit PATH] [--markdown PATH] [--csv PATH] [--baseline OLD.json]\n\n" +
 	"Render a saved tollgate JSON report: one self-contained HTML page (charts, gates,\n" +
 	"target and host; with --baseline, set against an older report), JUnit,\n" +
-	"Markdown or CSV, exactly as tollgate run would have written them.\n\nFlags:\n"
+	"Markdown or CSV, exactly as tollgate run would have written them. A baseline must\n" +
+	"come from the same scenario, model and host, as tollgate compare and run --baseline\n" +
+	"require; one that does not is refused (exit 2) naming what differs, unless --baseline-any.\n\nFlags:\n"
 
 type reportOptions struct {
-	out      *outputs
-	baseline string
+	out         *outputs
+	baseline    string
+	baselineAny bool
 }
 
 func reportFlags(stderr io.Writer) (*pflag.FlagSet, *reportOptions) {
@@ -27,6 +30,7 @@ func reportFlags(stderr io.Writer) (*pflag.FlagSet, *reportOptions) {
 	fs.SetOutput(stderr)
 	o.out = addOutputFlags(fs, false)
 	fs.StringVar(&o.baseline, "baseline", "", "compare with an older report `OLD.json`: deltas and old-vs-new overlays")
+	fs.BoolVar(&o.baselineAny, "baseline-any", false, "accept a baseline from another scenario, model or host")
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", reportUsage, fs.FlagUsages()) }
 	return fs, o
 }
@@ -55,10 +59,17 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return invalid(err)
 	}
+	if o.baselineAny && o.baseline == "" {
+		return invalid(errors.New("--baseline-any accepts a baseline from another scenario, model or host, and none is given: add --baseline OLD.json, or drop --baseline-any"))
+	}
 	var base *report.Report
 	if o.baseline != "" {
 		if base, err = report.ReadFile(o.baseline); err != nil {
 			return invalid(fmt.Errorf("--baseline: %w", err))
+		}
+		// As compare and run --baseline: the same scenario, model and host.
+		if err := baselineComparable(base, r, o.baselineAny); err != nil {
+			return invalid(fmt.Errorf("--baseline %s: %w", o.baseline, err))
 		}
 	}
 	wrote := stdout

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/internal/peertest"
 )
 
 // Every place a user can put a secret, each holding a distinct one.
@@ -84,12 +85,7 @@ func TestPlantedSecretsLeakNowhere(t *testing.T) {
 		http.Redirect(w, r, other.URL+r.URL.Path+"?"+r.URL.RawQuery, http.StatusTemporaryRedirect)
 	}))
 	defer redirector.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	_ = ln.Close()
+	refused := peertest.Refused()
 
 	for _, tc := range []struct {
 		name, base string
@@ -99,7 +95,7 @@ func TestPlantedSecretsLeakNowhere(t *testing.T) {
 		{name: "embedded simulator", base: "", wantExit: ExitGateFailed, wantText: "http_status"},
 		{name: "401 echoing the request", base: unauthorized.URL, wantExit: ExitNotJudged, wantText: "refused the credentials"},
 		{name: "401 on every request, echoing it", base: unauthorizedRequests.URL, wantExit: ExitGateFailed, wantText: "401"},
-		{name: "connection refused", base: refused, wantExit: ExitNotJudged, wantText: "not ready"},
+		{name: "connection refused", base: refused, wantExit: ExitNotJudged, wantText: "connection refused at"},
 		{name: "untrusted certificate", base: badCA.URL, wantExit: ExitNotJudged, wantText: "certificate"},
 		{name: "redirect to another origin", base: redirector.URL, wantExit: ExitGateFailed, wantText: "redirect"},
 	} {

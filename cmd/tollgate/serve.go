@@ -25,7 +25,7 @@ type serveOptions struct {
 	requestLog string
 }
 
-func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Config)) {
+func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Config, error)) {
 	d := sim.DefaultConfig()
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -44,22 +44,35 @@ func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Con
 	fs.BoolVar(&c.DisablePrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
 	fs.Int64Var(&c.Seed, "seed", 0, "seed of the deterministic output text")
 	apiKeyEnv := fs.String("api-key-env", "", "require the API key held in this environment `VARIABLE`")
-	return fs, func() (serveOptions, sim.Config) {
+	return fs, func() (serveOptions, sim.Config, error) {
 		if *apiKeyEnv != "" {
 			c.APIKey = os.Getenv(*apiKeyEnv)
 		}
 		// The simulator reads 0 as "default"; a 0 given here means none,
-		// which it spells as a nanosecond (as engine/embedded does).
+		// which it spells as a nanosecond (as engine/embedded does), and
+		// the start-up line says as 0.
 		for _, f := range []struct {
 			name string
 			d    *time.Duration
 		}{{"ttft-base", &c.TTFTBase}, {"decode-step", &c.DecodeStep}, {"decode-step-per-seq", &c.DecodeStepPerSeq}} {
+			if *f.d < 0 {
+				return o, c, invalid(fmt.Errorf("--%s %v: want 0 (none) or a positive duration", f.name, *f.d))
+			}
 			if *f.d == 0 && fs.Changed(f.name) {
 				*f.d = time.Nanosecond
 			}
 		}
-		return o, c
+		return o, c, nil
 	}
+}
+
+// shown is a simulator duration as it was given: the nanosecond that
+// spells "none" is 0.
+func shown(d time.Duration) time.Duration {
+	if d <= time.Nanosecond {
+		return 0
+	}
+	return d
 }
 
 // cmdServe runs the embedded simulator until SIGINT or SIGTERM.
@@ -78,7 +91,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return invalid(fmt.Errorf("unexpected arguments %v", fs.Args()))
 	}
-	o, cfg := get()
+	o, cfg, err := get()
+	if err != nil {
+		return err
+	}
 	if err := checkAddr(o.addr); err != nil {
 		return err // errAddr: invalid
 	}
@@ -91,7 +107,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logFile = f
 		cfg.RequestLog = f
 	}
-	err := serveUntil(ctx, o.addr, cfg, stdout)
+	err = serveUntil(ctx, o.addr, cfg, stdout)
 	if logFile != nil {
 		if cerr := logFile.Close(); cerr != nil {
 			// The log's failure is said after the server's; the exit code
@@ -117,9 +133,10 @@ func serveUntil(ctx context.Context, addr string, cfg sim.Config, stdout io.Writ
 	fmt.Fprintf(stdout, "tollgate simulator serving %s at %s (Ctrl-C to stop)\n", eff.Model, url)
 	// The per-sequence term is easy to forget: say what a token costs at
 	// a few batch sizes, so "2 ms steps" is not mistaken for 2 ms per token.
-	step := func(n int) time.Duration { return eff.DecodeStep + time.Duration(n-1)*eff.DecodeStepPerSeq }
+	base, perSeq := shown(eff.DecodeStep), shown(eff.DecodeStepPerSeq)
+	step := func(n int) time.Duration { return base + time.Duration(n-1)*perSeq }
 	fmt.Fprintf(stdout, "decode: %v per step + %v per extra running sequence = %v per token at 32 streams, %v at 256\n",
-		eff.DecodeStep, eff.DecodeStepPerSeq, step(32), step(256))
+		base, perSeq, step(32), step(256))
 	<-ctx.Done()
 	if err := srv.Close(); err != nil {
 		return notJudged(err)

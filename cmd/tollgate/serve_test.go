@@ -35,6 +35,20 @@ func startServeWith(t *testing.T, b string, args ...string) string {
 
 func startServeOf(t *testing.T, b string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	cmd, lines := startServeLines(t, b, 1, args...)
+	line := lines[0]
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("serve printed %q", line)
+	}
+	return cmd, strings.Fields(line[i:])[0]
+}
+
+// startServeLines runs `tollgate serve` of the binary b and returns the
+// first n lines it printed; the rest is drained, and it is stopped when
+// the test ends.
+func startServeLines(t *testing.T, b string, n int, args ...string) (*exec.Cmd, []string) {
+	t.Helper()
 	cmd := exec.Command(b, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -45,16 +59,16 @@ func startServeOf(t *testing.T, b string, args ...string) (*exec.Cmd, string) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	rd := bufio.NewReader(stdout)
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	i := strings.Index(line, "http://")
-	if i < 0 {
-		t.Fatalf("serve printed %q", line)
+	var lines []string
+	for range n {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("serve: %v after %q", err, lines)
+		}
+		lines = append(lines, line)
 	}
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
-	return cmd, strings.Fields(line[i:])[0]
+	return cmd, lines
 }
 
 // streamChat sends one streamed chat request named id and drains it.
@@ -143,12 +157,37 @@ func TestServeFlagZeroMeansNone(t *testing.T) {
 	if err := fs.Parse([]string{"--decode-step-per-seq", "0"}); err != nil {
 		t.Fatal(err)
 	}
-	_, cfg := get()
+	_, cfg, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cfg.DecodeStepPerSeq != time.Nanosecond {
 		t.Errorf("DecodeStepPerSeq = %v, want 1ns (none)", cfg.DecodeStepPerSeq)
 	}
 	if cfg.DecodeStep != sim.DefaultConfig().DecodeStep {
 		t.Errorf("DecodeStep = %v, want the default", cfg.DecodeStep)
+	}
+}
+
+// A step of 0 is none, and the start-up line says 0, not the nanosecond
+// that spells it; a negative one is an invalid invocation naming its flag.
+func TestServeDecodeStepZeroAndNegative(t *testing.T) {
+	_, lines := startServeLines(t, bin, 2, "--decode-step", "0", "--decode-step-per-seq", "1ms")
+	if want := "decode: 0s per step + 1ms per extra running sequence = 31ms per token at 32 streams, 255ms at 256\n"; lines[1] != want {
+		t.Errorf("serve said %q, want %q", lines[1], want)
+	}
+	for _, tc := range []struct{ name, flag string }{
+		{"negative decode step", "--decode-step=-1ms"},
+		{"negative step per sequence", "--decode-step-per-seq=-1ms"},
+		{"negative ttft base", "--ttft-base=-1ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tollgate(t, "serve", "--addr", "127.0.0.1:0", tc.flag)
+			name, value, _ := strings.Cut(tc.flag, "=")
+			if want := name + " " + value + ": want 0 (none) or a positive duration"; r.code != ExitInvalid || !strings.Contains(r.stderr, want) {
+				t.Fatalf("exit %d, want %d with %q\n%s", r.code, ExitInvalid, want, r.stderr)
+			}
+		})
 	}
 }
 

@@ -213,11 +213,8 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 	r.hard = hard
 
 	readyStart := time.Now()
-	if err := client.WaitReady(ctx, readyStart.Add(cfg.ReadyTimeout.Duration)); err != nil {
-		if errors.Is(err, measure.ErrCredentialsRefused) {
-			return out, fmt.Errorf("target refused the credentials: %w", err)
-		}
-		return out, fmt.Errorf("target not ready within %s: %w", cfg.ReadyTimeout.Duration, err)
+	if err := waitReady(ctx, client, cfg, baseURL); err != nil {
+		return out, err
 	}
 	out.Target.ReadyMS = report.F(float64(time.Since(readyStart).Microseconds()) / 1000)
 	opts.Shard.measureClock(ctx, baseURL)
@@ -238,7 +235,13 @@ func Run(ctx context.Context, run *scenarios.Run, opts Options) (*report.Run, er
 			out.Target.Metadata[path] = metadataValue(e)
 		}
 	}
-	return out, r.phases(ctx)
+	err = r.phases(ctx)
+	if err != nil {
+		if unserved := r.unservedModel(ctx, client, err); unserved != nil {
+			return out, unserved // the cause, not the phase it showed in
+		}
+	}
+	return out, err
 }
 
 // phases runs every phase in order, each through its kind.
@@ -352,7 +355,10 @@ func (r *runner) synthetic(ctx context.Context, p *scenarios.Phase, ph *report.P
 	}
 	c, err := r.send.calibrate(ctx, target, seed, measure.CalibrateOptions{Model: r.model, Index: index})
 	if err != nil && c.Prompt == "" {
-		return "", fmt.Errorf("calibrating %s to %d tokens: %w", name, target, err)
+		if ctx.Err() != nil {
+			return "", err
+		}
+		return "", calibrationError(name, target, err)
 	}
 	ph.Calibration = append(ph.Calibration, report.CalibrationResult{
 		TargetTokens: target, Tokens: c.Tokens, Words: c.Words, Method: c.Method, Iterations: c.Iterations, Request: name, Note: c.Note,

@@ -57,6 +57,45 @@ func FileLimitWarning(run *scenarios.Run, p *scenarios.Phase, lim uint64) string
 	return fmt.Sprintf("concurrency %d needs about %d open files but the limit is %d (ulimit -n): requests over it fail to connect; raise the hard limit", inFlight, files+fileSlack, lim)
 }
 
+// ConcurrencyWarnings name the closed-loop points of a load phase that
+// cannot reach their concurrency, as the scenario says: a point sends at
+// most requests, so no more than that many are ever in flight.
+func ConcurrencyWarnings(p *scenarios.Phase) []string {
+	if p.Kind != scenarios.PhaseLoad || p.Requests.Count == 0 {
+		return nil
+	}
+	var out []string
+	for _, sp := range loadSpecs(p) {
+		if c, n := sp.concurrency, p.Requests.Count; c > n {
+			out = append(out, fmt.Sprintf("point %s sends at most %d requests (requests: %d), so never more than %d are in flight: "+
+				"give it at least %d requests, several times that to hold %d in flight", sp.label(), n, n, n, c, c))
+		}
+	}
+	return out
+}
+
+// minHeldShare is the share of its concurrency a closed-loop point must
+// hold in flight on average; under it, its figures are not those of that
+// concurrency (a point of few requests per stream spends its time filling
+// and draining).
+const minHeldShare = 0.75
+
+// shortfallWarning names a closed-loop point that held less than
+// minHeldShare of its concurrency in flight on average, with the likely
+// cause when its request count is small; "" when it held it.
+func shortfallWarning(p *scenarios.Phase, sp loadSpec, lp *report.LoadPoint) string {
+	c := sp.concurrency
+	if c == 0 || lp.AchievedConcurrency == nil || *lp.AchievedConcurrency >= minHeldShare*float64(c) {
+		return ""
+	}
+	w := fmt.Sprintf("point %s held %.1f requests in flight on average (%d at most), under %.0f%% of its concurrency: its figures are not those of %d concurrent streams",
+		sp.label(), *lp.AchievedConcurrency, lp.PeakInFlight, 100*minHeldShare, c)
+	if n := p.Requests.Count; n > 0 && n < 4*c {
+		w += fmt.Sprintf("; its %d requests are too few to keep %d streams busy (a closed loop needs several times its concurrency in requests)", n, c)
+	}
+	return w
+}
+
 // ProcessFileLimit is this process's soft limit on open files; 0 when unknown.
 func ProcessFileLimit() uint64 { return processFileLimit() }
 
@@ -106,6 +145,12 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			}
 		}()
 	}
+	var shortfalls []string // points that never held their concurrency
+	defer func() {
+		if ph.ServingMetrics != nil {
+			ph.Warnings = append(ph.Warnings, shortfalls...)
+		}
+	}()
 	prompts, err := r.loadPrompts(ctx, p, ph, len(specs))
 	if err != nil {
 		return err
@@ -132,6 +177,9 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 			if p.Requests.Count > 0 {
 				next = base + p.Requests.Count
 			}
+		}
+		if w := shortfallWarning(p, sp, lp); w != "" && r.opts.Shard == nil && stopErr == nil && ctx.Err() == nil {
+			shortfalls = append(shortfalls, w)
 		}
 		r.checkLag(p, report.Pointer("runs", r.run.Name, "phases", p.Name, "points", strconv.Itoa(len(ph.Points))), " "+sp.label(), lp.DispatchLagMS, lp.TTFTMS.P50)
 		ph.Points = append(ph.Points, lp)
@@ -270,7 +318,10 @@ func (r *runner) loadPrompts(ctx context.Context, p *scenarios.Phase, ph *report
 	if calibrated(p) {
 		c, err := r.send.calibrate(ctx, mean, seed, measure.CalibrateOptions{Model: r.model, Index: 9_000_000})
 		if err != nil && c.Words == 0 {
-			return nil, fmt.Errorf("calibrating prompts of %d tokens: %w", mean, err)
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			return nil, calibrationError(p.Name+"'s prompts", mean, err)
 		}
 		ph.Calibration = append(ph.Calibration, report.CalibrationResult{TargetTokens: mean, Tokens: c.Tokens, Words: c.Words,
 			Method: c.Method, Iterations: c.Iterations, Request: p.Name + " (tokens per word)", Note: c.Note})

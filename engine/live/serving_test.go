@@ -241,8 +241,8 @@ phases:
 `, url), nil)
 	start := time.Now()
 	_, err := runFirst(t, sc, nil)
-	if err == nil || !strings.Contains(err.Error(), "target not ready within 300ms") || !strings.Contains(err.Error(), url) {
-		t.Fatalf("err %v, want a readiness error naming the URL", err)
+	if err == nil || !strings.Contains(err.Error(), "connection refused at "+url+" (retried for 300ms)") {
+		t.Fatalf("err %v, want a refused connection naming the URL", err)
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("readiness must respect its deadline")

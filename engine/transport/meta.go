@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,8 +52,9 @@ func (c *Client) WaitReady(ctx context.Context, deadline time.Time) error {
 	defer cancel()
 	wait := 100 * time.Millisecond
 	var last string
+	var lastErr error
 	for {
-		ready, why, refused := c.probeReady(ctx)
+		ready, why, refused, cause := c.probeReady(ctx)
 		if ready {
 			return nil
 		}
@@ -62,42 +64,60 @@ func (c *Client) WaitReady(ctx context.Context, deadline time.Time) error {
 			return fmt.Errorf("openai: %s refuses the request's credentials: %s (check api_key_env and headers): %w",
 				c.redact(c.base), c.redact(why), ErrUnauthorized)
 		}
-		last = why
+		if ctx.Err() == nil || last == "" {
+			// (A probe the deadline cut short says nothing of the server:
+			// the failure before it stands.)
+			last, lastErr = why, cause
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("openai: %s not ready by %s; last failure: %s: %w",
-				c.redact(c.base), deadline.Format(time.RFC3339), c.redact(last), ctx.Err())
+			return &notReadyError{
+				msg: fmt.Sprintf("openai: %s not ready by %s; last failure: %s: %v",
+					c.redact(c.base), deadline.Format(time.RFC3339), c.redact(last), ctx.Err()),
+				errs: slices.DeleteFunc([]error{ctx.Err(), lastErr}, func(e error) bool { return e == nil }),
+			}
 		case <-t.C:
 		}
 		wait = min(wait*2, time.Second)
 	}
 }
 
+// notReadyError is a server not ready by the deadline: its text says
+// what failed last; it wraps the deadline's error and the last request's
+// own (so errors.Is finds, say, syscall.ECONNREFUSED).
+type notReadyError struct {
+	msg  string
+	errs []error
+}
+
+func (e *notReadyError) Error() string   { return e.msg }
+func (e *notReadyError) Unwrap() []error { return e.errs }
+
 // probeReady asks /health, then /v1/models when /health is absent or
 // wants credentials (some gateways guard only /v1). refused says both
 // answered 401 or 403: the server is up and will not take these
-// credentials.
-func (c *Client) probeReady(ctx context.Context) (ready bool, why string, refused bool) {
+// credentials. cause is the request's error when none was answered.
+func (c *Client) probeReady(ctx context.Context) (ready bool, why string, refused bool, cause error) {
 	status, body, _, err := c.get(ctx, "/health", errorSnippetBytes)
 	if err != nil {
-		return false, err.Error(), false
+		return false, err.Error(), false, err
 	}
 	if ok2xx(status) {
-		return true, "", false
+		return true, "", false, nil
 	}
 	if !absent(status) && !denied(status) {
-		return false, fmt.Sprintf("GET %s/health: HTTP %d %s", c.base, status, strings.TrimSpace(Snippet(body, 200))), false
+		return false, fmt.Sprintf("GET %s/health: HTTP %d %s", c.base, status, strings.TrimSpace(Snippet(body, 200))), false, nil
 	}
 	status, body, _, err = c.get(ctx, "/v1/models", errorSnippetBytes)
 	if err != nil {
-		return false, err.Error(), false
+		return false, err.Error(), false, err
 	}
 	if ok2xx(status) {
-		return true, "", false
+		return true, "", false, nil
 	}
-	return false, fmt.Sprintf("GET %s/v1/models: HTTP %d %s", c.base, status, strings.TrimSpace(Snippet(body, 200))), denied(status)
+	return false, fmt.Sprintf("GET %s/v1/models: HTTP %d %s", c.base, status, strings.TrimSpace(Snippet(body, 200))), denied(status), nil
 }
 
 func denied(status int) bool {

@@ -163,3 +163,15 @@ func (c *conn) Read(b []byte) (int, error) {
 func Header(timeoutS, maxRequests int) string {
 	return "timeout=" + strconv.Itoa(timeoutS) + ", max=" + strconv.Itoa(maxRequests)
 }
+
+// Refused is the URL of a loopback port where nothing listens: a
+// connection to it is refused. It panics when no port can be had.
+func Refused() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	url := "http://" + ln.Addr().String()
+	_ = ln.Close()
+	return url
+}

@@ -44,3 +44,32 @@ func TestSkippedGateIsANotice(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+// A gate's and a phase warning's annotation carries the line it is
+// written on, in its own file; what has no place points at the scenario.
+func TestAnnotationsCarryTheLine(t *testing.T) {
+	r := &report.Report{
+		RunOrder: []string{"s"},
+		Runs: map[string]*report.Run{"s": {Name: "s", Status: report.RunOK, PhaseOrder: []string{"decode"}, Phases: map[string]*report.Phase{
+			"decode": {Kind: report.KindDecode, ServingMetrics: &report.ServingMetrics{Warnings: []string{"no usage"}}}}}},
+		Gates: []report.GateResult{
+			{Name: "floor", Status: report.StatusFail, Message: "x >= 50: 10 >= 50 is false"},
+			{Name: "shared", Status: report.StatusError, Message: "boom"},
+			{Name: "from --set", Status: report.StatusFail, Message: "no"},
+		},
+	}
+	at := Places{Scenario: "perf/s.yaml",
+		Gates:  map[string]Place{"floor": {File: "perf/s.yaml", Line: 29}, "shared": {File: "perf/shared/gates.yaml", Line: 4}},
+		Phases: map[string]Place{"decode": {File: "perf/s.yaml", Line: 16}}}
+	var b strings.Builder
+	if err := WriteAt(&b, r, at); err != nil {
+		t.Fatal(err)
+	}
+	want := "::error file=perf/s.yaml,line=29,title=floor::gate failed: x >= 50: 10 >= 50 is false\n" +
+		"::error file=perf/shared/gates.yaml,line=4,title=shared::gate errored: boom\n" +
+		"::error file=perf/s.yaml,title=from --set::gate failed: no\n" +
+		"::warning file=perf/s.yaml,line=16,title=s/decode::no usage\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -70,6 +70,8 @@ type page struct {
 	Runs              []runView
 	LiveColumns       []string // view.LiveColumns, the live tables' header
 	LoadColumns       []string // view.LoadColumns, the load-point tables' header
+	ServerColumns     []string // view.ServerColumns, the server-timings tables' header
+	NotJudged         string   // why the gates were not judged (view.GatesNotJudged), when a run failed
 	SeamRun           *runView // the first seam run, whose target configuration is shown
 	SeamRows          []seamRow
 	Sections          []section
@@ -140,7 +142,10 @@ func build(r, base *report.Report) page {
 		}
 	}
 	p.Runs = runViews(r)
-	p.LiveColumns, p.LoadColumns = view.LiveColumns(), view.LoadColumns()
+	p.LiveColumns, p.LoadColumns, p.ServerColumns = view.LiveColumns(), view.LoadColumns(), view.ServerColumns()
+	if why := view.GatesNotJudged(r); why != "" && !view.Interrupted(r) && r.Status != report.StatusNotGated {
+		p.NotJudged = why // (an interruption has its own banner; --no-gate asked for none)
+	}
 	// Seam runs share one table: they differ in a few parameters and read
 	// best row against row.
 	for i := range p.Runs {
@@ -342,6 +347,7 @@ type runView struct {
 	Seam, Failed                      bool
 	ServingRows                       []view.LiveRow
 	Points                            []view.LoadRow
+	Server                            []view.ServerRow
 	SeamRows                          []seamRow
 	Capacity                          []capacityView
 	Notes                             []string
@@ -414,7 +420,7 @@ func runViews(r *report.Report) []runView {
 				c.SessionClosed, c.OpenConnections, c.QueuedActivations, c.TelemetryAggregates)})
 		}
 		if lr, ok := live[rn]; ok {
-			v.ServingRows, v.Points = lr.Rows, lr.Points
+			v.ServingRows, v.Points, v.Server = lr.Rows, lr.Points, lr.Server
 			for _, n := range append(lr.Warnings, lr.Errors...) {
 				v.Notes = append(v.Notes, n.Phase+": "+n.Text)
 			}

@@ -501,3 +501,25 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("no screenshot: %v", err)
 	}
 }
+
+// The server's own timings (llama.cpp's) sit beside the client's figures,
+// and a run that did not complete says once that the gates were not judged.
+func TestServerTimingsAndUnjudgedGates(t *testing.T) {
+	r := testfixture.LiveReport()
+	page := render(t, r, nil)
+	for _, s := range []string{"the server's own timings, beside the client's", "llama.cpp timings", "9.80/10.51", "25149/23564", "98.4/98.1"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+	failed := testfixture.LiveReport()
+	failed.Incomplete, failed.Status, failed.Gates = false, report.StatusError, nil
+	failed.Runs["embedded"].Status, failed.Runs["embedded"].Error = report.RunError, "connection refused at http://127.0.0.1:1 (retried for 10s)"
+	page = render(t, failed, nil)
+	if n := strings.Count(page, "Gates not judged: run embedded did not complete."); n != 1 {
+		t.Errorf("the not-judged banner is on the page %d times, want once", n)
+	}
+	if n := strings.Count(page, "connection refused at"); n != 1 {
+		t.Errorf("the run's error is on the page %d times, want once", n)
+	}
+}

@@ -37,6 +37,9 @@ func Write(w io.Writer, r *report.Report) error {
 	ew := iox.NewErrWriter(w)
 	fmt.Fprintf(ew, "## tollgate: %s — %s\n\n", inline(r.Scenario.Name), statusWord(r))
 	info := view.Plural(len(r.Runs), "run") + ", " + view.Plural(len(r.Gates), "gate")
+	if why := view.GatesNotJudged(r); why != "" && len(r.Gates) == 0 {
+		info = view.Plural(len(r.Runs), "run") + ", gates not judged (" + inline(why) + ")"
+	}
 	if r.Scenario.File != "" {
 		info += " · scenario " + inline(r.Scenario.File)
 	}
@@ -49,6 +52,7 @@ func Write(w io.Writer, r *report.Report) error {
 	writeSeamTable(ew, r)
 	writeLiveTable(ew, live)
 	writeLoadTable(ew, live)
+	writeServerTable(ew, live)
 	writeGatesTable(ew, r)
 
 	if fr := view.FailedRuns(r); len(fr) > 0 {
@@ -166,15 +170,40 @@ func writeLiveTable(w io.Writer, live []view.LiveRun) {
 
 // writeLoadTable lists the load points of every live run.
 func writeLoadTable(w io.Writer, live []view.LiveRun) {
+	writeRunsTable(w, live, "\n### Load points\n\n", append([]string{"run", "phase"}, view.LoadColumns()...), func(lr view.LiveRun) [][]string {
+		var rows [][]string
+		for _, lp := range lr.Points {
+			rows = append(rows, append([]string{lr.Name, lp.Phase}, lp.Cells...))
+		}
+		return rows
+	})
+}
+
+// writeServerTable writes the figures servers timed themselves, beside
+// the client's, when any did.
+func writeServerTable(w io.Writer, live []view.LiveRun) {
+	heading := "\n### Server timings\n\nThe server's own timings of its requests, beside the client's figures.\n\n"
+	writeRunsTable(w, live, heading, append([]string{"run", "phase"}, view.ServerColumns()...), func(lr view.LiveRun) [][]string {
+		var rows [][]string
+		for _, row := range lr.Server {
+			rows = append(rows, append([]string{lr.Name, row.Label}, row.Cells...))
+		}
+		return rows
+	})
+}
+
+// writeRunsTable writes one table of every live run's rows (run and
+// phase first, left-aligned), under heading, when there is any row.
+func writeRunsTable(w io.Writer, live []view.LiveRun, heading string, cols []string, rows func(view.LiveRun) [][]string) {
 	header := false
 	for _, lr := range live {
-		for _, lp := range lr.Points {
+		for _, row := range rows(lr) {
 			if !header {
-				fmt.Fprintf(w, "\n### Load points\n\n")
-				tableHeader(w, append([]string{"run", "phase"}, view.LoadColumns()...), 3)
+				fmt.Fprint(w, heading)
+				tableHeader(w, cols, 3)
 				header = true
 			}
-			tableRow(w, append([]string{lr.Name, lp.Phase}, lp.Cells...))
+			tableRow(w, row)
 		}
 	}
 }

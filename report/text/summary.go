@@ -23,11 +23,8 @@ func Summary(w io.Writer, r *report.Report) error {
 	if n := view.Skipped(r); n > 0 {
 		gates += fmt.Sprintf(" (%d skipped: no baseline)", n)
 	}
-	switch r.Status {
-	case report.StatusIncomplete:
-		gates = "gates not judged (interrupted)"
-	case report.StatusNotGated:
-		gates = "gates not judged (--no-gate)"
+	if why := view.GatesNotJudged(r); why != "" {
+		gates = "gates not judged (" + why + ")"
 	}
 	fmt.Fprintf(ew, "%s — %s, %s: %s\n", r.Scenario.Name, view.Plural(len(r.RunOrder), "run"), gates, strings.ToUpper(r.Status))
 	if rep := r.Repetitions; rep != nil {
@@ -45,7 +42,8 @@ func Summary(w io.Writer, r *report.Report) error {
 		run := r.Runs[name]
 		switch {
 		case run.Status == report.RunError:
-			fmt.Fprintf(tw, "%s\tERROR: %s\n", name, run.Error)
+			// Its cause is the command's error (stderr), said once there.
+			fmt.Fprintf(tw, "%s\tERROR: did not complete\n", name)
 		case run.Target.Kind == report.TargetSeam:
 			if !seamHeader {
 				fmt.Fprintln(tw, strings.Join(view.SeamColumns(), "\t"))
@@ -128,6 +126,15 @@ func writeLiveRun(w io.Writer, lr view.LiveRun) {
 		fmt.Fprintf(tw, "  %s\t%s\n", row.Label, strings.Join(row.Cells, "\t"))
 	}
 	_ = tw.Flush()
+	if len(lr.Server) > 0 {
+		fmt.Fprintln(w, "  the server's own timings, beside the client's:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  phase\t%s\n", strings.Join(view.ServerColumns(), "\t"))
+		for _, row := range lr.Server {
+			fmt.Fprintf(tw, "  %s\t%s\n", row.Label, strings.Join(row.Cells, "\t"))
+		}
+		_ = tw.Flush()
+	}
 	phase := ""
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, lp := range lr.Points {

@@ -27,6 +27,8 @@ func live() *report.Report {
 	dec.Succeeded = 2
 	dec.TPOTMS, dec.DecodeTokensPerS = report.NewStat([]float64{10}), report.NewStat([]float64{99.8})
 	dec.Warnings = []string{"no usage"}
+	dec.Server = &report.ServerReported{Source: "llama.cpp timings", Requests: 2, PromptMS: report.NewStat([]float64{9.2, 9.4}),
+		PromptPerS: report.NewStat([]float64{27000}), PredictedPerS: report.NewStat([]float64{100.2}), PredictedPerTokenMS: report.NewStat([]float64{9.98})}
 	dec.Errors.Examples = []report.RequestError{{Class: "http_status", Status: 500, Request: "decode #2", Message: "boom"}}
 	return &report.Report{
 		Scenario: report.ScenarioInfo{Name: "live"}, Status: report.StatusFail,

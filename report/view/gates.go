@@ -53,6 +53,36 @@ func FailedRuns(r *report.Report) []*report.Run {
 	return out
 }
 
+// GatesNotJudged says why the report's gates were not judged ("" when
+// they were): the run was interrupted, --no-gate, or a run did not
+// complete (its gates would only have said that again, each on its own)
+// and none was judged.
+func GatesNotJudged(r *report.Report) string {
+	switch {
+	case Interrupted(r):
+		return "interrupted"
+	case r.Status == report.StatusNotGated:
+		return "--no-gate"
+	case len(r.Gates) > 0:
+		return "" // judged (by an older tollgate, which judged a failed run's gates)
+	}
+	return RunsFailed(r)
+}
+
+// RunsFailed says which runs of r did not complete ("" when all did).
+func RunsFailed(r *report.Report) string {
+	failed := FailedRuns(r)
+	switch len(failed) {
+	case 0:
+		return ""
+	case 1:
+		return "run " + failed[0].Name + " did not complete"
+	case len(r.RunOrder):
+		return "no run completed"
+	}
+	return fmt.Sprintf("%d of %d runs did not complete", len(failed), len(r.RunOrder))
+}
+
 // Skipped counts the gates skipped (they read baseline; none was given).
 func Skipped(r *report.Report) int {
 	n := 0

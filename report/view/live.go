@@ -23,6 +23,45 @@ type LiveRun struct {
 	Points   []LoadRow // every load point of every load phase, in phase order
 	Warnings []Note
 	Errors   []Note // examples of failed requests
+	// Server holds the rows whose requests the server timed itself
+	// (llama.cpp's timings), its figures beside the client's.
+	Server []ServerRow
+}
+
+// ServerColumns are the columns of the server-timings table after the
+// row's label: each figure as the server timed it / as the client
+// measured its counterpart (prompt evaluation against TTFT, which also
+// holds the network and the first token's decode).
+func ServerColumns() []string {
+	return []string{"source", "n", "prompt p50 ms server/ttft", "prefill tok/s p50 server/client", "decode tok/s p50 server/client", "ms/token p50 server/tpot"}
+}
+
+// ServerRow is one row of the server-timings table: a phase, or one
+// breakdown of it, that the server timed.
+type ServerRow struct {
+	Label string
+	Cells []string // one per ServerColumns
+}
+
+// serverRows are the rows of lr's live table (warmup aside) whose
+// requests the server timed.
+func serverRows(rows []LiveRow) []ServerRow {
+	var out []ServerRow
+	for _, row := range rows {
+		m := row.Metrics
+		if row.Warmup || m == nil || m.Server == nil {
+			continue
+		}
+		s := m.Server
+		out = append(out, ServerRow{Label: row.Label, Cells: []string{
+			s.Source, fmt.Sprint(s.Requests),
+			Num(s.PromptMS.P50, "%.2f") + "/" + Num(m.TTFTMS.P50, "%.2f"),
+			Num(s.PromptPerS.P50, "%.0f") + "/" + Num(m.PrefillTokensPerS.P50, "%.0f"),
+			Num(s.PredictedPerS.P50, "%.1f") + "/" + Num(m.DecodeTokensPerS.P50, "%.1f"),
+			Num(s.PredictedPerTokenMS.P50, "%.2f") + "/" + Num(m.TPOTMS.P50, "%.2f"),
+		}})
+	}
+	return out
 }
 
 // LiveRow is one row of the live table: a phase, or one breakdown of it (a
@@ -58,6 +97,7 @@ func Live(r *report.Report) []LiveRun {
 			lr.Points = append(lr.Points, loadRows(pn, p)...)
 		}
 		lr.Warnings, lr.Errors = Notes(name, run)
+		lr.Server = serverRows(lr.Rows)
 		out = append(out, lr)
 	}
 	return out
