@@ -33,7 +33,7 @@ func TestMergeOfOneShardIsTheShard(t *testing.T) {
 			// the merge must say the same of it, so the figures still
 			// compare. Any other exit 3 is a broken run.
 			wantMerge := ExitPass
-			if r.code == ExitNotJudged && len(invalidReasons(readJSONReport(t, shard))) > 0 {
+			if r.code == ExitNotJudged && onlyLate(readJSONReport(t, shard)) {
 				wantMerge = ExitNotJudged
 				t.Logf("the shard is invalid (%v): the merge must be too", invalidReasons(readJSONReport(t, shard)))
 			} else if r.code != ExitPass && r.code != ExitGateFailed {
@@ -88,4 +88,17 @@ func invalidReasons(rep map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// onlyLate: the report is invalid for no reason but that the client sent
+// late (dispatch_lag), which a busy machine causes; the tool said so
+// rather than judge, as it must.
+func onlyLate(rep map[string]any) bool {
+	rs := invalidReasons(rep)
+	for _, r := range rs {
+		if r != "dispatch_lag" {
+			return false
+		}
+	}
+	return len(rs) > 0
 }
