@@ -9,12 +9,15 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/foreign"
 )
 
 const reportUsage = "Usage: tollgate report REPORT.json [--html PATH] [--junit PATH] [--markdown PATH] [--csv PATH] [--baseline OLD.json]\n\n" +
 	"Render a saved tollgate JSON report: one self-contained HTML page (charts, gates,\n" +
 	"target and host; with --baseline, set against an older report), JUnit,\n" +
-	"Markdown or CSV, exactly as tollgate run would have written them.\n\nFlags:\n"
+	"Markdown or CSV, exactly as tollgate run would have written them.\n" +
+	"REPORT.json (and OLD.json) may be another tool's result, recognised by its content:\n" +
+	"vLLM bench serve, GuideLLM, AIPerf; the page then shows its definition notes.\n\nFlags:\n"
 
 type reportOptions struct {
 	out      *outputs
@@ -51,14 +54,17 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err := o.out.check(fs, map[string]string{"report": fs.Arg(0), "baseline": o.baseline}); err != nil {
 		return err // errOutputs: invalid
 	}
-	r, err := report.ReadFile(fs.Arg(0))
+	r, err := foreign.ReadFile(fs.Arg(0))
 	if err != nil {
 		return invalid(err)
 	}
 	var base *report.Report
 	if o.baseline != "" {
-		if base, err = report.ReadFile(o.baseline); err != nil {
+		if base, err = foreign.ReadFile(o.baseline); err != nil {
 			return invalid(fmt.Errorf("--baseline: %w", err))
+		}
+		if !foreign.Align(base, r) {
+			foreign.Align(r, base)
 		}
 	}
 	wrote := stdout
