@@ -456,6 +456,15 @@ func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, erro
 	if err := o.out.check(fs, map[string]string{"scenario file": r.path, "baseline": o.baseline}); err != nil {
 		return nil, err // errOutputs: invalid
 	}
+	if o.out.path("vllm-out") != "" {
+		shape, err := engine.Shape(r.p.sc)
+		if err == nil {
+			err = o.out.checkVLLM(shape, r.path)
+		}
+		if err != nil {
+			return nil, invalid(err)
+		}
+	}
 	if o.out.path("csv") != "" && !r.p.sc.Samples {
 		// The CSV is the samples; refused now rather than after the run.
 		return nil, invalid(fmt.Errorf("--csv: %s has report.samples: false, so the report keeps no per-request rows to write; "+

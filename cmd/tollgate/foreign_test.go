@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/foreign"
 )
 
@@ -196,5 +197,58 @@ func TestJudgeOtherToolsResults(t *testing.T) {
 	if r := tollgate(t, "run", smallLoad, "-q", "--baseline", fixtureDir+"guidellm-concurrent.json", "--baseline-any",
 		"--set", `gates=[{name: "against GuideLLM", expr: "baseline.runs.server.phases.load.points[0].ttft_ms.p50 > 0"}]`); r.code != ExitPass {
 		t.Errorf("run --baseline GuideLLM: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestVLLMOut: --vllm-out writes a run's load points as a vLLM result,
+// the same from run and from report; read back through the importer its
+// figures are the run's.
+func TestVLLMOut(t *testing.T) {
+	dir := t.TempDir()
+	v := filepath.Join(dir, "vllm.json")
+	tg := runSmallLoad(t, "--vllm-out", v)
+	v2 := filepath.Join(dir, "again.json")
+	if r := tollgate(t, "report", tg, "--vllm-out", v2); r.code != ExitPass {
+		t.Fatalf("report --vllm-out: exit %d\n%s", r.code, r.stderr)
+	}
+	a, _ := os.ReadFile(v)
+	b, _ := os.ReadFile(v2)
+	if len(a) == 0 || string(a) != string(b) {
+		t.Errorf("run and report wrote different vLLM results:\n%s\n%s", a, b)
+	}
+	run, err := report.ReadFile(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := foreign.ReadFile(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, blp := run.Runs["server"].Phases["load"].Points[0], back.Runs["vllm"].Phases["load"].Points[0]
+	same := func(what string, x, y float64) {
+		if d := x - y; d > 1e-9*max(x, y) || -d > 1e-9*max(x, y) {
+			t.Errorf("%s: run %v, read back %v", what, x, y)
+		}
+	}
+	same("requests", float64(lp.Requests), float64(blp.Requests))
+	same("succeeded", float64(lp.Succeeded), float64(blp.Succeeded))
+	same("duration_s", lp.DurationS, blp.DurationS)
+	same("request_throughput_per_s", *lp.RequestThroughputPerS, *blp.RequestThroughputPerS)
+	same("output_tokens_per_s", *lp.OutputTokensPerS, *blp.OutputTokensPerS)
+	same("total_tokens_per_s", *lp.TotalTokensPerS, *blp.TotalTokensPerS)
+	same("ttft_ms.mean", *lp.TTFTMS.Mean, *blp.TTFTMS.Mean)
+	same("e2e_ms.mean", *lp.E2EMS.Mean, *blp.E2EMS.Mean)
+	same("itl_ms.mean", *lp.ITLMS.Mean, *blp.ITLMS.Mean)
+	same("itl_ms.p99", *lp.ITLMS.P99, *blp.ITLMS.P99)
+
+	if r := tollgate(t, "report", tg, "--vllm-out", "-"); r.code != ExitPass || !strings.HasPrefix(r.stdout, `{"date": `) {
+		t.Errorf("--vllm-out -: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := tollgate(t, "run", "examples/quickstart.yaml", "--vllm-out", filepath.Join(dir, "q.json")); r.code != ExitInvalid ||
+		!strings.Contains(r.stderr, "has no load phase") {
+		t.Errorf("a scenario with no load phase: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "q.json")); err == nil {
+		t.Error("a refused --vllm-out was written")
 	}
 }

@@ -76,7 +76,7 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 		return invalid(fmt.Errorf("%w (give a report written by tollgate run --json-out, or another tool's result)", err))
 	}
 	if rep.Imported != nil && o.out.path("json-out") != "" {
-		return invalid(fmt.Errorf("--json-out: %w: %s is a %s result; tollgate judges it but does not write it as a tollgate report, which would claim a measurement tollgate did not make",
+		return invalid(fmt.Errorf("--json-out: %w: %s is a %s result; tollgate judges it but does not write it as a tollgate report, which would claim a measurement tollgate did not make (--vllm-out writes a vLLM result)",
 			errOutputs, reportPath, rep.Imported.Tool))
 	}
 	if rep.Shard != nil {
@@ -120,6 +120,9 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := o.out.check(fs, map[string]string{"scenario file": path, "report": reportPath, "baseline": o.baseline}); err != nil {
 		return err // errOutputs: invalid
+	}
+	if err := o.out.checkVLLM(rep, reportPath); err != nil {
+		return err
 	}
 	dataStdout, ciStdout := stdout, stdout
 	if o.out.toStdout() {

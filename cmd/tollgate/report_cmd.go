@@ -15,7 +15,7 @@ import (
 const reportUsage = "Usage: tollgate report REPORT.json [--html PATH] [--junit PATH] [--markdown PATH] [--csv PATH] [--baseline OLD.json]\n\n" +
 	"Render a saved tollgate JSON report: one self-contained HTML page (charts, gates,\n" +
 	"target and host; with --baseline, set against an older report), JUnit,\n" +
-	"Markdown or CSV, exactly as tollgate run would have written them.\n" +
+	"Markdown, CSV or a vLLM result, exactly as tollgate run would have written them.\n" +
 	"REPORT.json (and OLD.json) may be another tool's result, recognised by its content:\n" +
 	"vLLM bench serve, GuideLLM, AIPerf; the page then shows its definition notes.\n\nFlags:\n"
 
@@ -49,7 +49,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return invalid(fmt.Errorf("expected one REPORT.json, got %d arguments\n%s", fs.NArg(), help))
 	}
 	if !o.out.any() {
-		return invalid(errors.New("nothing to write: give --html, --junit, --markdown or --csv PATH"))
+		return invalid(errors.New("nothing to write: give --html, --junit, --markdown, --csv or --vllm-out PATH"))
 	}
 	if err := o.out.check(fs, map[string]string{"report": fs.Arg(0), "baseline": o.baseline}); err != nil {
 		return err // errOutputs: invalid
@@ -66,6 +66,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		if !foreign.Align(base, r) {
 			foreign.Align(r, base)
 		}
+	}
+	if err := o.out.checkVLLM(r, fs.Arg(0)); err != nil {
+		return err
 	}
 	wrote := stdout
 	if o.out.toStdout() {

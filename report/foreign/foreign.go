@@ -1,5 +1,5 @@
 // Package foreign reads other benchmarking tools' result files as tollgate
-// reports.
+// reports, and writes tollgate's load points as a vLLM result.
 //
 // A result file is recognised by its content, never by its name: a vLLM
 // `benchmark_serving.py` / `vllm bench serve --save-result` file (one JSON
