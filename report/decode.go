@@ -95,6 +95,17 @@ func Decode(r io.Reader) (*Report, error) {
 // FIFO or a device named by mistake fails at once instead of blocking or
 // streaming forever.
 func ReadFile(path string) (*Report, error) {
+	data, err := ReadBytes(path)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeFile(path, data)
+}
+
+// ReadBytes reads the file at path as ReadFile does, under its rules (a
+// regular file of at most MaxReportBytes), for a reader that looks at the
+// bytes before it decodes them (report/foreign: another tool's result).
+func ReadBytes(path string) ([]byte, error) {
 	f, err := safefile.Open(path, safefile.Rules{Limit: MaxReportBytes, What: "report"})
 	if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
 		return nil, fmt.Errorf("%w: %w", ErrNotReport, err)
@@ -103,7 +114,17 @@ func ReadFile(path string) (*Report, error) {
 		return nil, fmt.Errorf("reading report: %w", err)
 	}
 	defer f.Close()
-	rep, err := Decode(f)
+	data, err := readAtMost(f, MaxReportBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data, nil
+}
+
+// DecodeFile decodes data, read from path, as Decode does; its errors
+// name the file, and a JSON error its line and column.
+func DecodeFile(path string, data []byte) (*Report, error) {
+	rep, err := Decode(bytes.NewReader(data))
 	var pe *PositionError
 	switch {
 	case errors.As(err, &pe):

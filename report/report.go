@@ -4,6 +4,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -51,6 +52,34 @@ type Report struct {
 	// "could not judge" (exit 3). Absent when the measurement is sound,
 	// and in the reports of tollgates that did not check.
 	Invalid []Invalidity `json:"invalid,omitempty"`
+	// Imported is set on a report read from another tool's result file
+	// (report/foreign: vLLM, GuideLLM, AIPerf), never on one tollgate
+	// measured: which tool, what was recognised of its version, and how
+	// its definitions differ from tollgate's, for every reader to say.
+	// In memory only: such a report is compared, rendered and judged,
+	// never written as a tollgate report.
+	Imported *Imported `json:"-"`
+}
+
+// Imported says where a report read from another tool's result came
+// from, and how to read its figures.
+type Imported struct {
+	// Tool names the program ("vLLM bench serve"); Version what was
+	// recognised of its version (from its keys, when it writes none).
+	Tool, Version string
+	// File is the path it was read from.
+	File string
+	// Samples: it held per-request values, so noise can be told.
+	Samples bool
+	// Notes are the definition notes: each mapped metric whose
+	// definition differs from tollgate's, and what was not mapped.
+	Notes []string
+}
+
+// Heading says where an imported report came from, before its notes.
+func (i *Imported) Heading() string {
+	return fmt.Sprintf("%s is a result of %s (%s), not measured by tollgate: its figures are mapped onto tollgate's metrics, and where their definitions differ, the notes say how",
+		i.File, i.Tool, i.Version)
 }
 
 // Invalidity is one reason a report's measurement cannot be trusted.

@@ -8,10 +8,25 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/foreign"
 )
+
+// scenarioShape is the shape of the report the scenario at path would
+// write (engine.Shape), loaded without its gates: what an imported
+// baseline or report is aligned to.
+func scenarioShape(path string, lo loadOptions) func() (*report.Report, error) {
+	return func() (*report.Report, error) {
+		p, err := prepare(path, lo, false, nil, io.Discard)
+		if err != nil {
+			return nil, err
+		}
+		return engine.Shape(p.sc)
+	}
+}
 
 // errNoBaseline is a baseline required (--require-baseline) and not given.
 var errNoBaseline = errors.New("no baseline")
@@ -34,7 +49,12 @@ func addBaselineFlags(fs *pflag.FlagSet, path *string, allowAny, require, accept
 //
 // --baseline-any without --baseline is refused: it says which baseline to
 // accept, and alone it would silently accept nothing.
-func openBaseline(path string, require, allowAny bool, stderr io.Writer) (*report.Report, map[string]any, error) {
+//
+// The baseline may be another tool's result (report/foreign); its run and
+// load phase then take the names of the scenario's, from shape (its
+// report's shape, computed only then), so that gates read baseline.runs
+// as they read runs.
+func openBaseline(path string, require, allowAny bool, stderr io.Writer, shape func() (*report.Report, error)) (*report.Report, map[string]any, error) {
 	if path == "" && allowAny {
 		return nil, nil, errors.New("--baseline-any accepts a baseline from another scenario, model or host, and none is given: add --baseline OLD.json, or drop --baseline-any")
 	}
@@ -44,7 +64,7 @@ func openBaseline(path string, require, allowAny bool, stderr io.Writer) (*repor
 		}
 		return nil, nil, nil
 	}
-	base, err := report.ReadFile(path)
+	base, err := foreign.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if require {
 			return nil, nil, fmt.Errorf("--require-baseline: %w: %w", errNoBaseline, err)
@@ -54,6 +74,11 @@ func openBaseline(path string, require, allowAny bool, stderr io.Writer) (*repor
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("--baseline: %w (give a report written by tollgate run --json-out)", err)
+	}
+	if base.Imported != nil && shape != nil {
+		if sh, err := shape(); err == nil {
+			foreign.Align(base, sh)
+		}
 	}
 	env, err := gates.BaselineEnv(base)
 	if err != nil {
@@ -66,6 +91,10 @@ func openBaseline(path string, require, allowAny bool, stderr io.Writer) (*repor
 // differs is named by its fields (phases.decode.max_tokens), not by two
 // hashes.
 func baselineComparable(base, rep *report.Report, allowAny bool) error {
+	if base != nil && base.Imported != nil && !allowAny {
+		return fmt.Errorf("%w: the baseline is a %s result (%s), which never shares a scenario identity with a tollgate scenario: pass --baseline-any to use it",
+			compare.ErrIncomparable, base.Imported.Tool, base.Imported.File)
+	}
 	if allowAny || base == nil || rep == nil || base.Scenario.SHA256 == rep.Scenario.SHA256 {
 		return compare.Comparable(base, rep, allowAny)
 	}

@@ -465,7 +465,7 @@ func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, erro
 	}
 	lo := loadOptions{sets: o.sets, vars: o.vars, profile: o.profile, repeatRuns: o.repeatRuns, allowOutside: o.allowOutside}
 	var err error
-	if r.base, r.baseEnv, err = openBaseline(o.baseline, o.requireBaseline, o.baselineAny, stderr); err != nil {
+	if r.base, r.baseEnv, err = openBaseline(o.baseline, o.requireBaseline, o.baselineAny, stderr, scenarioShape(r.path, lo)); err != nil {
 		return nil, invalid(err)
 	}
 	if r.shard, err = o.shard.resolve(os.LookupEnv, stderr); err != nil {
@@ -493,6 +493,15 @@ func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, erro
 	}
 	if err := o.out.check(fs, map[string]string{"scenario file": r.path, "baseline": o.baseline}); err != nil {
 		return nil, err // errOutputs: invalid
+	}
+	if o.out.path("vllm-out") != "" {
+		shape, err := engine.Shape(r.p.sc)
+		if err == nil {
+			err = o.out.checkVLLM(shape, r.path)
+		}
+		if err != nil {
+			return nil, invalid(err)
+		}
 	}
 	if o.out.path("csv") != "" && !r.p.sc.Samples {
 		// The CSV is the samples; refused now rather than after the run.
@@ -593,7 +602,9 @@ type outStreams struct{ summary, data, ci io.Writer }
 // PATH.invalid.json.
 func writeOutputs(rep, base *report.Report, out *outputs, at annotations.Places, w outStreams) []error {
 	var errs []error
-	if _, err := report.Marshal(rep); err != nil && out.path("json-out") == "" {
+	// Another tool's result was checked as it was read (report/foreign),
+	// and is never written as a tollgate report: no host to validate.
+	if _, err := report.Marshal(rep); err != nil && out.path("json-out") == "" && rep.Imported == nil {
 		errs = append(errs, err)
 	}
 	if err := text.Summary(w.summary, rep); err != nil {

@@ -9,13 +9,19 @@ import (
 
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/compare"
+	"github.com/tollgate-dev/tollgate/report/foreign"
 	"github.com/tollgate-dev/tollgate/report/markdown"
 )
 
 // compareUsage is the help of tollgate compare.
 const compareUsage = `Usage: tollgate compare OLD.json NEW.json [--fail-on METRIC.STAT:±N%]... [--accept-inconclusive] [--fail-on-unknown] [--alpha P] [--confidence C] [--markdown PATH] [--baseline-any]
 
-Compares two reports of the same scenario metric by metric, like with like:
+Compares two reports of the same scenario metric by metric, like with like.
+Either may be another tool's result, recognised by its content: a vLLM bench
+serve --save-result file, a GuideLLM benchmarks.json or an AIPerf
+profile_export_aiperf.json (docs/report.md, "Other tools' results"); the
+comparison then lists the definition notes: where that tool defines a metric
+otherwise than tollgate. Compared:
 per prompt size, variant and load point (a phase's distribution pooled over
 several of them is never compared). For each, old and new p50, p95 and mean
 with the change in percent, and whether the change is beyond run-to-run noise
@@ -83,12 +89,15 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	oldR, err := report.ReadFile(fs.Arg(0))
+	oldR, err := foreign.ReadFile(fs.Arg(0))
 	if err != nil {
 		return invalid(err)
 	}
-	newR, err := report.ReadFile(fs.Arg(1))
+	newR, err := foreign.ReadFile(fs.Arg(1))
 	if err != nil {
+		return invalid(err)
+	}
+	if err := otherTools(oldR, newR, fs.Arg(0), fs.Arg(1), o.baselineAny); err != nil {
 		return invalid(err)
 	}
 	res, err := compare.Compare(oldR, newR, opts)
@@ -124,6 +133,27 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 		}
 		return inconclusiveVerdict(fmt.Errorf("inconclusive: %d --fail-on statistic(s) could not be told from noise (exit %d); more samples per slice decide them (see the table), --accept-inconclusive accepts it",
 			n, ExitInconclusive))
+	}
+	return nil
+}
+
+// otherTools refuses, unless allowAny, comparing the results of two
+// tools (tollgate and vLLM, vLLM and GuideLLM), which never share a
+// scenario identity; when allowed, the imported side takes the other's
+// run and load phase names (foreign.Align), so that like meets like.
+func otherTools(oldR, newR *report.Report, oldPath, newPath string, allowAny bool) error {
+	tool := func(r *report.Report) string {
+		if r.Imported != nil {
+			return r.Imported.Tool
+		}
+		return "tollgate"
+	}
+	if to, tn := tool(oldR), tool(newR); to != tn && !allowAny {
+		return fmt.Errorf("%w: %s is a %s result and %s a %s one: results of two tools never share a scenario identity; "+
+			"pass --baseline-any to compare them (the comparison then says where their definitions differ)", compare.ErrIncomparable, oldPath, to, newPath, tn)
+	}
+	if !foreign.Align(newR, oldR) {
+		foreign.Align(oldR, newR)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine"
 	"github.com/tollgate-dev/tollgate/gates"
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/foreign"
 	"github.com/tollgate-dev/tollgate/report/view"
 )
 
@@ -26,6 +27,9 @@ const judgeUsage = "Usage: tollgate judge SCENARIO REPORT.json [flags]\n\n" +
 	"(min ≤ p50 ≤ … ≤ max, succeeded + errors = requests, rates ≥ 0); one that fails is\n" +
 	"refused naming the JSON path. A report whose measurement is invalid (a merge with a\n" +
 	"shard that started late: its invalid list) is judged, but exits 3.\n" +
+	"REPORT.json may be another tool's result (vLLM bench serve, GuideLLM, AIPerf; see\n" +
+	"docs/report.md): what it measured cannot be checked against the scenario, which\n" +
+	"stderr says; its run and load phase take the scenario's names.\n" +
 	"Exits like run: 0 every gate passed, 1 a gate failed, 2 bad input (a report from\n" +
 	"another scenario, a file that is not a report or fails its checks), 3 the report's\n" +
 	"run did not complete, its measurement is invalid, or a gate errored, 4 a gate's\n" +
@@ -76,15 +80,19 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 	if err := o.remote.resolve(fs, os.LookupEnv); err != nil {
 		return err // invalid
 	}
-	rep, err := report.ReadFile(reportPath)
+	rep, err := foreign.ReadFile(reportPath)
 	if err != nil {
-		return invalid(fmt.Errorf("%w (give a report written by tollgate run --json-out)", err))
+		return invalid(fmt.Errorf("%w (give a report written by tollgate run --json-out, or another tool's result)", err))
+	}
+	if rep.Imported != nil && o.out.path("json-out") != "" {
+		return invalid(fmt.Errorf("--json-out: %w: %s is a %s result; tollgate judges it but does not write it as a tollgate report, which would claim a measurement tollgate did not make (--vllm-out writes a vLLM result)",
+			errOutputs, reportPath, rep.Imported.Tool))
 	}
 	if rep.Shard != nil {
 		return invalid(fmt.Errorf("%s is shard %d of %d of a sharded run: merge the shards first (tollgate merge SHARD.json... --json-out merged.json) and judge the merge",
 			reportPath, rep.Shard.Index, rep.Shard.Count))
 	}
-	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, o.baselineAny, stderr)
+	base, baseEnv, err := openBaseline(o.baseline, o.requireBaseline, o.baselineAny, stderr, scenarioShape(path, o.load))
 	if err != nil {
 		return invalid(err)
 	}
@@ -95,9 +103,23 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The report must have measured what this scenario measures.
+	// The report must have measured what this scenario measures. Another
+	// tool's result has no scenario identity to check: its run and load
+	// phase take the scenario's names, and stderr says what is not checked.
 	fresh := engine.New(p.sc, engine.Options{ToolVersion: toolVersion()}).Scenario
-	if err := sameScenario(rep.Scenario, fresh); err != nil {
+	if rep.Imported != nil {
+		shape, err := engine.Shape(p.sc)
+		if err != nil {
+			return scenarioError(path, err)
+		}
+		names := "its run and load phase keep their names (" + strings.Join(rep.RunOrder, ", ") + "): the scenario has not one run with one load phase"
+		if foreign.Align(rep, shape) {
+			run := rep.Runs[rep.RunOrder[0]]
+			names = fmt.Sprintf("gates read it as runs[%q].phases[%q]", run.Name, run.PhaseOrder[0])
+		}
+		fmt.Fprintf(stderr, "tollgate: %s; what it measured is not checked against %s (only a tollgate report has a scenario identity); %s\n",
+			rep.Imported.Heading(), path, names)
+	} else if err := sameScenario(rep.Scenario, fresh); err != nil {
 		return fmt.Errorf("%s was not measured by %s: %w", reportPath, path, err) // errOtherScenario: invalid
 	}
 	if base != nil {
@@ -107,6 +129,9 @@ func cmdJudge(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := o.out.check(fs, map[string]string{"scenario file": path, "report": reportPath, "baseline": o.baseline}); err != nil {
 		return err // errOutputs: invalid
+	}
+	if err := o.out.checkVLLM(rep, reportPath); err != nil {
+		return err
 	}
 	dataStdout, ciStdout := stdout, stdout
 	if o.out.toStdout() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/report/csv"
+	"github.com/tollgate-dev/tollgate/report/foreign"
 	"github.com/tollgate-dev/tollgate/report/html"
 	"github.com/tollgate-dev/tollgate/report/junit"
 	"github.com/tollgate-dev/tollgate/report/markdown"
@@ -52,6 +53,32 @@ var formats = []format{
 		write: func(w io.Writer, rep, _ *report.Report) error { return markdown.Write(w, rep) }},
 	{flag: "csv", stdout: true, usage: "write the per-request samples kept in the report as CSV to `PATH` (- for stdout)",
 		write: func(w io.Writer, rep, _ *report.Report) error { return csv.Write(w, rep) }},
+	{flag: "vllm-out", stdout: true, usage: "write the load points as a vLLM bench serve result to `PATH`, for what reads vLLM's --save-result files (one JSON object; one a line for several points, as --append-result writes them; - for stdout)",
+		write: func(w io.Writer, rep, _ *report.Report) error { return foreign.WriteVLLM(w, rep) }},
+}
+
+// checkVLLM refuses --vllm-out for a report with no load point, which a
+// vLLM result cannot hold, before anything is written.
+func (o *outputs) checkVLLM(rep *report.Report, name string) error {
+	if o.path("vllm-out") == "" || hasLoadPoint(rep) {
+		return nil
+	}
+	return invalid(fmt.Errorf("--vllm-out: %w: %s has no load phase; a vLLM result is one load (a request rate or a concurrency), so only load points are written", errOutputs, name))
+}
+
+// hasLoadPoint reports whether a live run of rep has a load point.
+func hasLoadPoint(rep *report.Report) bool {
+	for _, run := range rep.Runs {
+		if run == nil || run.Target.Kind == report.TargetSeam {
+			continue
+		}
+		for _, p := range run.Phases {
+			if p != nil && len(p.Points) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // outputs are the paths given for each format, in registry order.

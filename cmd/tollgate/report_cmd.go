@@ -9,14 +9,18 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tollgate-dev/tollgate/report"
+	"github.com/tollgate-dev/tollgate/report/foreign"
 )
 
 const reportUsage = "Usage: tollgate report REPORT.json [--html PATH] [--junit PATH] [--markdown PATH] [--csv PATH] [--baseline OLD.json]\n\n" +
 	"Render a saved tollgate JSON report: one self-contained HTML page (charts, gates,\n" +
 	"target and host; with --baseline, set against an older report), JUnit,\n" +
-	"Markdown or CSV, exactly as tollgate run would have written them. A baseline must\n" +
-	"come from the same scenario, model and host, as tollgate compare and run --baseline\n" +
-	"require; one that does not is refused (exit 2) naming what differs, unless --baseline-any.\n\nFlags:\n"
+	"Markdown, CSV or a vLLM result, exactly as tollgate run would have written them.\n" +
+	"REPORT.json (and OLD.json) may be another tool's result, recognised by its content:\n" +
+	"vLLM bench serve, GuideLLM, AIPerf; the page then shows its definition notes.\n" +
+	"A baseline must come from the same scenario, model and host, as tollgate compare and\n" +
+	"run --baseline require; one that does not is refused (exit 2) naming what differs,\n" +
+	"unless --baseline-any.\n\nFlags:\n"
 
 type reportOptions struct {
 	out         *outputs
@@ -50,12 +54,12 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return invalid(fmt.Errorf("expected one REPORT.json, got %d arguments\n%s", fs.NArg(), help))
 	}
 	if !o.out.any() {
-		return invalid(errors.New("nothing to write: give --html, --junit, --markdown or --csv PATH"))
+		return invalid(errors.New("nothing to write: give --html, --junit, --markdown, --csv or --vllm-out PATH"))
 	}
 	if err := o.out.check(fs, map[string]string{"report": fs.Arg(0), "baseline": o.baseline}); err != nil {
 		return err // errOutputs: invalid
 	}
-	r, err := report.ReadFile(fs.Arg(0))
+	r, err := foreign.ReadFile(fs.Arg(0))
 	if err != nil {
 		return invalid(err)
 	}
@@ -64,13 +68,19 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	}
 	var base *report.Report
 	if o.baseline != "" {
-		if base, err = report.ReadFile(o.baseline); err != nil {
+		if base, err = foreign.ReadFile(o.baseline); err != nil {
 			return invalid(fmt.Errorf("--baseline: %w", err))
+		}
+		if !foreign.Align(base, r) {
+			foreign.Align(r, base)
 		}
 		// As compare and run --baseline: the same scenario, model and host.
 		if err := baselineComparable(base, r, o.baselineAny); err != nil {
 			return invalid(fmt.Errorf("--baseline %s: %w", o.baseline, err))
 		}
+	}
+	if err := o.out.checkVLLM(r, fs.Arg(0)); err != nil {
+		return err
 	}
 	wrote := stdout
 	if o.out.toStdout() {

@@ -366,6 +366,31 @@ type Result struct {
 	OnlyOld, OnlyNew []string
 	// Notes are what a reader should know: a failed run, a different host name.
 	Notes []string
+	// Definitions are the definition notes of each side that another tool
+	// measured (report.Imported): where its metrics are defined otherwise
+	// than tollgate's, so that no reader compares them silently.
+	Definitions []Definitions
+}
+
+// Definitions are the definition notes of one side of a comparison.
+type Definitions struct {
+	// Side is old or new; Heading names the tool and the file.
+	Side, Heading string
+	Notes         []string
+}
+
+// definitions are the notes of the sides another tool measured.
+func definitions(old, new *report.Report) []Definitions {
+	var out []Definitions
+	for _, side := range []struct {
+		name string
+		r    *report.Report
+	}{{"old", old}, {"new", new}} {
+		if imp := side.r.Imported; imp != nil {
+			out = append(out, Definitions{Side: side.name, Heading: imp.Heading(), Notes: imp.Notes})
+		}
+	}
+	return out
 }
 
 // Compare compares every metric both reports have. It refuses reports of
@@ -441,6 +466,7 @@ func Compare(old, new *report.Report, opts Options) (*Result, error) {
 		}
 	}
 	res.Notes = notes(old, new)
+	res.Definitions = definitions(old, new)
 	for _, p := range sortedKeys(mismatch) {
 		res.Notes = append(res.Notes, "load point "+mismatch[p]+": not compared")
 	}
@@ -924,7 +950,7 @@ func comparable(old, new *report.Report, allowAny bool) error {
 // notes are facts that do not refuse a comparison but qualify it.
 func notes(old, new *report.Report) []string {
 	var out []string
-	if old.Host.Hostname != new.Host.Hostname {
+	if old.Host.Hostname != new.Host.Hostname && old.Imported == nil && new.Imported == nil {
 		out = append(out, fmt.Sprintf("host name differs (old %q, new %q); hardware matches", old.Host.Hostname, new.Host.Hostname))
 	}
 	for _, side := range []struct {

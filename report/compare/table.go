@@ -26,7 +26,8 @@ import (
 // ~ within noise, ? cannot tell (noise unknown). Single-valued metrics show their value
 // under p50. Then the regressions, threshold breaches within noise and those
 // that cannot be told, the one-line Summary of the tests, the phases
-// compared per slice only, metrics in one report only, and notes.
+// compared per slice only, metrics in one report only, notes, and the
+// definition notes of a side another tool measured.
 func Table(w io.Writer, res *Result) error {
 	// Laid out whole, then cleaned whole (a rune is never split between
 	// writes): names and paths come from the reports, whose runs, phases
@@ -90,6 +91,12 @@ func Table(w io.Writer, res *Result) error {
 	for _, n := range res.Notes {
 		fmt.Fprintf(ew, "note: %s\n", n)
 	}
+	for _, d := range res.Definitions {
+		fmt.Fprintf(ew, "definition notes (%s): %s:\n", d.Side, d.Heading)
+		for _, n := range d.Notes {
+			fmt.Fprintf(ew, "  - %s\n", n)
+		}
+	}
 	if _, err := io.WriteString(w, textsafe.Clean(buf.String())); err != nil {
 		return fmt.Errorf("writing comparison: %w", err)
 	}
@@ -111,6 +118,9 @@ func Summary(res *Result) string {
 	if untold := len(res.CannotTell) + res.Untold; untold > 0 {
 		s += fmt.Sprintf("; %d inconclusive: cannot be told from noise (%d over a threshold): telling them needs samples kept (report.samples: true) and at least %d per slice in each report (repeat: %d)",
 			untold, len(res.CannotTell), res.Need, res.Need)
+		if len(res.Definitions) > 0 {
+			s += "; another tool's result needs its per-request values (see its definition notes)"
+		}
 	}
 	return s
 }

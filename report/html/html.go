@@ -76,6 +76,15 @@ type page struct {
 	SeamRows          []seamRow
 	Sections          []section
 	RunCards          bool // some run has a card in the Runs section
+	// Definitions are the definition notes of this report and of the
+	// baseline when another tool measured them (report.Imported).
+	Definitions []definitions
+}
+
+// definitions are one report's definition notes.
+type definitions struct {
+	Side, Heading string
+	Notes         []string
 }
 
 type badge struct{ Text, Class, Icon string }
@@ -123,6 +132,17 @@ func build(r, base *report.Report) page {
 	}
 	if p.Name == "" {
 		p.Name = "tollgate report"
+	}
+	for _, side := range []struct {
+		name string
+		r    *report.Report
+	}{{"", r}, {"baseline", base}} {
+		if side.r != nil && side.r.Imported != nil {
+			p.Definitions = append(p.Definitions, definitions{Side: side.name, Heading: side.r.Imported.Heading(), Notes: side.r.Imported.Notes})
+		}
+	}
+	if r.Imported != nil {
+		p.Tool = "tollgate, reading a " + r.Imported.Tool + " result"
 	}
 	if base != nil {
 		p.Baseline = &baseInfo{Name: base.Scenario.Name, Started: when(base.StartedAt), Status: base.Status,

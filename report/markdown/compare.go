@@ -69,8 +69,24 @@ func WriteComparison(w io.Writer, res *compare.Result) error {
 	for _, n := range res.Notes {
 		fmt.Fprintf(ew, "\n> note: %s\n", inline(view.Clean(n)))
 	}
+	for _, d := range res.Definitions {
+		writeDefinitions(ew, d.Side, d.Heading, d.Notes)
+	}
 	if err := ew.Err(); err != nil {
 		return fmt.Errorf("writing Markdown comparison: %w", err)
 	}
 	return nil
+}
+
+// writeDefinitions writes the definition notes of a report another tool
+// measured: a heading, then a bullet per note.
+func writeDefinitions(w io.Writer, side, heading string, notes []string) {
+	title := "Definition notes"
+	if side != "" {
+		title += " (" + side + ")"
+	}
+	fmt.Fprintf(w, "\n### %s\n\n%s:\n\n", title, inline(view.Clean(heading)))
+	for _, n := range notes {
+		fmt.Fprintf(w, "- %s\n", inline(view.Clean(n)))
+	}
 }

@@ -47,6 +47,9 @@ func Write(w io.Writer, r *report.Report) error {
 		info += " · sha256 " + inline(sha[:min(12, len(sha))])
 	}
 	fmt.Fprintf(ew, "%s\n", info)
+	if imp := r.Imported; imp != nil {
+		writeDefinitions(ew, "", imp.Heading(), imp.Notes)
+	}
 
 	live := view.Live(r)
 	writeSeamTable(ew, r)

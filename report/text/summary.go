@@ -27,6 +27,12 @@ func Summary(w io.Writer, r *report.Report) error {
 		gates = "gates not judged (" + why + ")"
 	}
 	fmt.Fprintf(ew, "%s — %s, %s: %s\n", r.Scenario.Name, view.Plural(len(r.RunOrder), "run"), gates, strings.ToUpper(r.Status))
+	if imp := r.Imported; imp != nil {
+		fmt.Fprintf(ew, "definition notes: %s:\n", imp.Heading())
+		for _, n := range imp.Notes {
+			fmt.Fprintf(ew, "  - %s\n", n)
+		}
+	}
 	if rep := r.Repetitions; rep != nil {
 		var most []string
 		for _, v := range rep.MostVariable(3, ".p50") {
@@ -118,7 +124,11 @@ func shorten(expr string) string {
 
 func writeLiveRun(w io.Writer, lr view.LiveRun) {
 	t := lr.Run.Target
-	fmt.Fprintf(w, "%s (%s at %s): model %s, %s\n", lr.Name, t.Kind, t.BaseURL, t.Model, t.ModelSource)
+	where := t.Kind
+	if t.BaseURL != "" { // another tool's result may not say
+		where += " at " + t.BaseURL
+	}
+	fmt.Fprintf(w, "%s (%s): model %s, %s\n", lr.Name, where, t.Model, t.ModelSource)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  phase\t%s\n", strings.Join(view.LiveColumns(), "\t"))
 	for _, row := range lr.Rows {
