@@ -85,8 +85,10 @@ const (
 	ClassTruncated ErrorClass = "truncated"
 	ClassReset     ErrorClass = "reset"
 	ClassCanceled  ErrorClass = "canceled"
-	// ClassStaleConnection: a reused keep-alive connection failed before
-	// any response byte and was not retried (the client was told not to).
+	// ClassStaleConnection: a connection the server had closed unseen (a
+	// pooled one, or one closed before the request was written) failed
+	// before any response byte and was not retried (the client was told
+	// not to).
 	ClassStaleConnection ErrorClass = "stale_connection"
 	// ClassRedirect: a 3xx the redirect policy does not follow.
 	ClassRedirect ErrorClass = "redirect"
@@ -142,7 +144,8 @@ type Result struct {
 	HTTPStatus    int   `json:"http_status,omitempty"`
 	BytesReceived int64 `json:"bytes_received"`
 	// StaleConnectionRetries counts sends repeated on a fresh connection
-	// because a reused one failed before any response byte (0 or 1).
+	// because a pooled one failed before any response byte, or the server
+	// closed the connection before the request was written (0 or 1).
 	StaleConnectionRetries int `json:"stale_connection_retries,omitempty"`
 	// Start is the send timestamp every offset of the request is from;
 	// Written is when its first byte was written (a connection obtained:

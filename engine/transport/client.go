@@ -75,8 +75,8 @@ type Config struct {
 	// kernel's receive timestamps (SO_TIMESTAMPNS, Linux), e.g. to compare.
 	UserspaceClock bool
 	// NoStaleRetry turns off the one retry, on a fresh connection, of a
-	// request whose reused connection failed before any response byte; such
-	// a failure is then a stale_connection error.
+	// request whose connection the server had closed unseen (pool.go's
+	// rule); such a failure is then a stale_connection error.
 	NoStaleRetry bool
 	// FollowRedirects is FollowNever (default) or FollowSameOrigin.
 	FollowRedirects string
@@ -97,6 +97,9 @@ type Client struct {
 	http    *http.Client
 	secrets *redact.Redactor
 	bufs    sync.Pool
+	// dialed is set once a connection to the target was made: a refusal
+	// after it is the server's overload, not a wrong address.
+	dialed *atomic.Bool
 
 	mu           sync.Mutex
 	countMethod  string // the CountTokens method that last worked
@@ -145,7 +148,8 @@ func New(cfg Config, wire Wire) (*Client, error) {
 	if !cfg.UserspaceClock {
 		dial = kernelTimestampDialer(dial)
 	}
-	dial = hintDialer(dial)
+	dialed := new(atomic.Bool)
+	dial = hintDialer(dial, dialed)
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         dial,
@@ -160,10 +164,11 @@ func New(cfg Config, wire Wire) (*Client, error) {
 		WriteBufferSize:    32 << 10,
 	}
 	c := &Client{
-		cfg:  cfg,
-		wire: wire,
-		base: u.String(),
-		http: &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
+		cfg:    cfg,
+		wire:   wire,
+		base:   u.String(),
+		dialed: dialed,
+		http:   &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
 	}
 	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
 	secrets := append([]string{cfg.APIKey}, cfg.Secrets...)
@@ -289,16 +294,55 @@ func (c *Client) classify(ctx context.Context, err error, during string) *measur
 	case errors.As(err, &opErr) && opErr.Op == "dial",
 		errors.As(err, &dnsErr), errors.As(err, &certErr), errors.As(err, &recErr),
 		errors.As(err, &unkCA), errors.As(err, &hostErr):
-		return c.fail(measure.ClassConnect, 0, err.Error(), err)
+		return c.fail(measure.ClassConnect, 0, err.Error()+c.connectCause(err), err)
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE):
-		return c.fail(measure.ClassReset, 0, during+": "+err.Error(), err)
+		errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE), errors.Is(err, errClosedBeforeSend):
+		return c.fail(measure.ClassReset, 0, during+": "+err.Error()+closeCause(during), err)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() && during == "connect" {
-		return c.fail(measure.ClassConnect, 0, err.Error(), err)
+		return c.fail(measure.ClassConnect, 0, err.Error()+c.connectCause(err), err)
 	}
 	return c.fail(measure.ClassReset, 0, during+": "+err.Error(), err)
+}
+
+// closeCause names who ended a request that failed with a closed
+// connection, by how far it had got: an EOF or reset alone does not say
+// whether the answer had begun.
+func closeCause(during string) string {
+	switch during {
+	case "send request", "await response":
+		return " (the server closed the connection before any response byte)"
+	case "read stream", "read body":
+		return " (the server closed the connection mid-response)"
+	}
+	return ""
+}
+
+// connectCause is the likely cause of a failed connect, where the error
+// says it: the client's own file or port limits, or a server that
+// accepted this client's connections before and refuses or ignores them
+// now (overloaded: its listen backlog overflowed, or it stopped listening).
+func (c *Client) connectCause(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.EMFILE):
+		if n := OpenFileLimit(); n > 0 {
+			return fmt.Sprintf(" (open-file limit (ulimit -n %d) reached)", n)
+		}
+		return " (open-file limit (ulimit -n) reached)"
+	case errors.Is(err, syscall.ENFILE):
+		return " (the system-wide open-file limit (fs.file-max) reached)"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return " (no local port left to connect from: net.ipv4.ip_local_port_range)"
+	case errors.Is(err, syscall.ECONNREFUSED) && c.dialed.Load():
+		return " (the server accepted connections earlier in this run: its listen backlog overflowed or it stopped listening)"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return " (nothing is listening at that address)"
+	case errors.As(err, &netErr) && netErr.Timeout() && c.dialed.Load():
+		return " (the server accepted connections earlier in this run: a full listen backlog drops new ones unanswered)"
+	}
+	return ""
 }
 
 // MergeBody deep-merges src into dst: nested maps merge, nil deletes, other
@@ -396,7 +440,10 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		// The headers go into the connection's write buffer as soon as
 		// it is obtained: the request's first byte is written then.
 		WroteHeaders: func() { headersAt.Store(max(since(), 1)) },
-		WroteRequest: func(httptrace.WroteRequestInfo) {
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err != nil {
+				return // not sent: the failure is of sending, not awaiting
+			}
 			wrote.Store(true)
 			wroteAt.Store(since())
 		},
