@@ -43,6 +43,7 @@ func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Con
 	fs.IntVar(&c.BlockTokens, "block-tokens", d.BlockTokens, "prefix cache block size")
 	fs.BoolVar(&c.DisablePrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
 	fs.Int64Var(&c.Seed, "seed", 0, "seed of the deterministic output text")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a connection idle this long between requests (advertised as Keep-Alive: timeout); a fresh connection waits max(10×, 2m) for its first request")
 	apiKeyEnv := fs.String("api-key-env", "", "require the API key held in this environment `VARIABLE`")
 	return fs, func() (serveOptions, sim.Config, error) {
 		if *apiKeyEnv != "" {
