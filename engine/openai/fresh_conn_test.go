@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -15,100 +14,167 @@ import (
 	"time"
 )
 
-// dropFirst is a listener whose first connection, or those accepted while
-// parking is set, close unanswered when their first request's bytes
-// arrive: the server never acts on them. Other connections are served
-// normally.
-type dropFirst struct {
+// dropNth is a listener whose n-th connection closes unanswered when its
+// first request's bytes arrive: the server never acts on that request.
+// Other connections are served normally.
+type dropNth struct {
 	net.Listener
-	parking   atomic.Bool
-	accepted  atomic.Int64
-	dropped   atomic.Int64
-	candidate atomic.Pointer[dropOnData]
+	n        int64
+	accepted atomic.Int64
+	dropped  atomic.Int64
 }
 
-func (l *dropFirst) Accept() (net.Conn, error) {
+func (l *dropNth) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	if n := l.accepted.Add(1); l.parking.Load() || n == 1 {
-		d := &dropOnData{Conn: c, l: l}
-		l.candidate.Store(d)
-		return d, nil
+	if l.accepted.Add(1) == l.n {
+		return &dropOnData{Conn: c, dropped: &l.dropped}, nil
 	}
 	return c, nil
 }
 
 type dropOnData struct {
 	net.Conn
-	l            *dropFirst
-	clientClosed atomic.Bool
+	dropped *atomic.Int64
 }
 
 func (c *dropOnData) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
-		c.l.dropped.Add(1)
+		c.dropped.Add(1)
 		_ = c.Conn.Close()
 		return 0, net.ErrClosed
-	}
-	if errors.Is(err, io.EOF) {
-		c.clientClosed.Store(true)
 	}
 	return n, err
 }
 
-func startDropFirst(t *testing.T, h http.Handler) (*httptest.Server, *dropFirst) {
+func startDropNth(t *testing.T, n int64, h http.Handler) (*httptest.Server, *dropNth) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
-	l := &dropFirst{Listener: srv.Listener}
+	l := &dropNth{Listener: srv.Listener, n: n}
 	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, l
 }
 
-// parkConnection leaves one connection in the client's pool that never
-// carried a request, as a client's connect storm does: the request that
-// dialled it is canceled while it dials, and Go parks the connection. Go
-// may hand it to the canceled request instead, which closes it: then it
-// tries again.
-func parkConnection(t *testing.T, c *Client, l *dropFirst) {
-	t.Helper()
-	l.accepted.Store(1) // only connections accepted while parking are dropped
-	l.parking.Store(true)
-	defer l.parking.Store(false)
-	for range 20 {
-		l.candidate.Store(nil)
-		ctx, cancel := context.WithCancel(t.Context())
-		var once sync.Once
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			ConnectStart: func(string, string) { once.Do(cancel) },
-		})
-		if _, err := c.Stream(ctx, chatReq(1)); err == nil {
-			t.Fatal("the parking request was not canceled")
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for l.candidate.Load() == nil && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(20 * time.Millisecond) // a client's close would reach the server by now
-		if d := l.candidate.Load(); d != nil && !d.clientClosed.Load() {
+// parkHandler holds the first request until release, answers the second
+// with "Connection: close" and the rest at once.
+type parkHandler struct {
+	next             http.Handler
+	n                atomic.Int64
+	entered, release chan struct{}
+}
+
+func newParkHandler() *parkHandler {
+	return &parkHandler{next: &paced{tokens: 2}, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *parkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch h.n.Add(1) {
+	case 1:
+		close(h.entered)
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
 			return
 		}
+	case 2:
+		w.Header().Set("Connection", "close")
 	}
-	t.Fatal("no connection stayed parked in 20 tries")
+	h.next.ServeHTTP(w, r)
+}
+
+// within waits for ch, at most 10 s (a bound against a hang, not a
+// measurement).
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10 s", what)
+		panic("unreachable")
+	}
+}
+
+// parkConnection leaves in c's pool one connection that never carried a
+// request, the way a client's connect storm does, in steps that do not
+// depend on timing: request A is held at the server; request B, finding
+// no idle connection, dials, and its dial is held; A's connection, freed,
+// serves B (Go hands a freed connection to a waiting request); B's answer
+// says "Connection: close", so that connection is gone; then B's own dial
+// goes on and Go parks its connection, the server's second, unused.
+func parkConnection(t *testing.T, c *Client, h *parkHandler) {
+	t.Helper()
+	a := make(chan error, 1)
+	go func() { _, err := c.Stream(t.Context(), chatReq(1)); a <- err }()
+	within(t, h.entered, "first request at the server")
+
+	dialing, dial := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+		ConnectStart: func(string, string) {
+			once.Do(func() {
+				close(dialing)
+				select {
+				case <-dial:
+				case <-time.After(10 * time.Second):
+				}
+			})
+		},
+	})
+	b := make(chan error, 1)
+	go func() { _, err := c.Stream(ctx, chatReq(1)); b <- err }()
+	within(t, dialing, "dial for the second request")
+	close(h.release)
+	if err := within(t, a, "answer to the first request"); err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	if err := within(t, b, "answer to the second request"); err != nil {
+		t.Fatalf("second request: %v", err)
+	}
+	close(dial)
+}
+
+// sendOnParked sends a request that can only get the parked connection:
+// its own dial, if it makes one, waits until it has a connection.
+func sendOnParked(t *testing.T, c *Client) (Result, httptrace.GotConnInfo, error) {
+	t.Helper()
+	got := make(chan struct{})
+	var first httptrace.GotConnInfo
+	var gotOnce, dialOnce sync.Once
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+		ConnectStart: func(string, string) {
+			dialOnce.Do(func() {
+				select {
+				case <-got:
+				case <-time.After(10 * time.Second):
+				}
+			})
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			gotOnce.Do(func() { first = info; close(got) })
+		},
+	})
+	res, err := c.Stream(ctx, chatReq(2))
+	return res, first, err
 }
 
 // A pooled connection that never carried a request and that the server
-// closes without reading (its first-request timeout racing the client's
+// closes without answering (its first-request timeout racing the client's
 // send) is retried like a stale one, and counted.
 func TestUnusedPooledConnectionClosedIsRetried(t *testing.T) {
-	srv, l := startDropFirst(t, &paced{tokens: 2})
+	h := newParkHandler()
+	srv, l := startDropNth(t, 2, h)
 	c := newClient(t, srv.URL, nil)
-	parkConnection(t, c, l)
-	res, err := c.Stream(t.Context(), chatReq(2))
+	parkConnection(t, c, h)
+	res, info, err := sendOnParked(t, c)
+	if !info.Reused {
+		t.Fatalf("the request did not get the parked connection: %+v", info)
+	}
 	if err != nil {
 		t.Fatalf("request on the closed parked connection: %v", err)
 	}
@@ -120,81 +186,20 @@ func TestUnusedPooledConnectionClosedIsRetried(t *testing.T) {
 // With the retry off, the same failure is a stale_connection error that
 // says what the connection was.
 func TestUnusedPooledConnectionClosedWithoutRetry(t *testing.T) {
-	srv, l := startDropFirst(t, &paced{tokens: 2})
+	h := newParkHandler()
+	srv, l := startDropNth(t, 2, h)
 	c := newClient(t, srv.URL, func(c *Config) { c.NoStaleRetry = true })
-	parkConnection(t, c, l)
-	res, err := c.Stream(t.Context(), chatReq(2))
+	parkConnection(t, c, h)
+	res, info, err := sendOnParked(t, c)
+	if !info.Reused {
+		t.Fatalf("the request did not get the parked connection: %+v", info)
+	}
 	var oe *Error
 	if !errors.As(err, &oe) || oe.Class != ClassStaleConnection || !errors.Is(err, ErrStaleConnection) {
 		t.Fatalf("error %v, want class %s", err, ClassStaleConnection)
 	}
-	if want := "never carried a request"; !strings.Contains(oe.Message, want) || res.StaleConnectionRetries != 0 {
-		t.Errorf("message %q (want %q), retries %d", oe.Message, want, res.StaleConnectionRetries)
-	}
-}
-
-// closeFirst is a listener that closes its first connection as soon as it
-// accepts it, before reading anything (a server whose first-request
-// timeout fired while the client was busy connecting), and tells closed.
-type closeFirst struct {
-	net.Listener
-	accepted atomic.Int64
-	closed   chan struct{}
-}
-
-func (l *closeFirst) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.accepted.Add(1) > 1 {
-			return c, nil
-		}
-		_ = c.Close()
-		close(l.closed)
-	}
-}
-
-// A connection the server closed before the client wrote its request (the
-// client dialled it, then was too slow to write) is retried, counted: the
-// server never had the request. The client's lateness is a trace hook that
-// holds the dial until the server has closed.
-func TestConnectionClosedBeforeSendIsRetried(t *testing.T) {
-	for _, retry := range []bool{true, false} {
-		t.Run(map[bool]string{true: "retried", false: "retry off"}[retry], func(t *testing.T) {
-			srv := httptest.NewUnstartedServer(&paced{tokens: 2})
-			l := &closeFirst{Listener: srv.Listener, closed: make(chan struct{})}
-			srv.Listener = l
-			srv.Start()
-			defer srv.Close()
-			c := newClient(t, srv.URL, func(c *Config) { c.NoStaleRetry = !retry })
-			var once sync.Once
-			ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
-				ConnectDone: func(string, string, error) {
-					once.Do(func() {
-						select {
-						case <-l.closed:
-						case <-time.After(5 * time.Second):
-						}
-						// The FIN crosses loopback within the close itself;
-						// this leaves it ample time to arrive.
-						time.Sleep(50 * time.Millisecond)
-					})
-				},
-			})
-			res, err := c.Stream(ctx, chatReq(2))
-			if retry {
-				if err != nil || res.StaleConnectionRetries != 1 || l.accepted.Load() != 2 {
-					t.Fatalf("err %v, stale retries %d, connections %d; want success, 1, 2", err, res.StaleConnectionRetries, l.accepted.Load())
-				}
-				return
-			}
-			var oe *Error
-			if !errors.As(err, &oe) || oe.Class != ClassStaleConnection || !strings.Contains(oe.Message, "before the request was sent") {
-				t.Fatalf("error %v, want a stale_connection closed before the request was sent", err)
-			}
-		})
+	if want := "never carried a request"; !strings.Contains(oe.Message, want) || res.StaleConnectionRetries != 0 || l.dropped.Load() != 1 {
+		t.Errorf("message %q (want %q), retries %d, dropped %d", oe.Message, want, res.StaleConnectionRetries, l.dropped.Load())
 	}
 }
 
@@ -202,7 +207,7 @@ func TestConnectionClosedBeforeSendIsRetried(t *testing.T) {
 // closed before any response byte, is not resent (the server had the
 // request and may have acted on it): a reset that names the cause.
 func TestDialledConnectionClosedBeforeResponseIsAReset(t *testing.T) {
-	srv, l := startDropFirst(t, &paced{tokens: 2})
+	srv, l := startDropNth(t, 1, &paced{tokens: 2})
 	c := newClient(t, srv.URL, nil)
 	res, err := c.Stream(t.Context(), chatReq(2))
 	var oe *Error

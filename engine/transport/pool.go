@@ -147,9 +147,6 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.retry || req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
 		return nil, &staleError{why: why, first: err}
 	}
-	if n, ok := req.Context().Value(staleCounterKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
 	r2 := req.Clone(req.Context())
 	if req.GetBody != nil {
 		body, gerr := req.GetBody()
@@ -157,6 +154,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, &staleError{why: why, first: err}
 		}
 		r2.Body = body
+	}
+	// Counted once the resend is certain, whatever it then meets.
+	if n, ok := req.Context().Value(staleCounterKey{}).(*atomic.Int32); ok {
+		n.Add(1)
 	}
 	resp, rerr := t.fresh.RoundTrip(r2)
 	if rerr != nil {
