@@ -76,12 +76,15 @@ const (
 	ClassTimeoutIdle       ErrorClass = "timeout_idle"
 	ClassTimeoutTotal      ErrorClass = "timeout_total"
 	ClassHTTPStatus        ErrorClass = "http_status"
-	// ClassProtocol covers malformed streams, oversized lines and error
-	// events sent inside a 200 stream (then Unwrap yields the protocol's stream error).
+	// ClassProtocol covers malformed streams, oversized lines, error
+	// events sent inside a 200 stream (then Unwrap yields the protocol's
+	// stream error), a response head over its bound or not HTTP, and a
+	// same-origin redirect loop.
 	ClassProtocol ErrorClass = "protocol"
 	// ClassTruncated: the answer ended (a clean close, a whole body) before
 	// the protocol said it was finished: an OpenAI stream with neither a
-	// finish_reason nor [DONE], a Messages API stream before message_stop.
+	// finish_reason nor [DONE], a Messages API stream before message_stop,
+	// a stream closed inside a line.
 	ClassTruncated ErrorClass = "truncated"
 	ClassReset     ErrorClass = "reset"
 	ClassCanceled  ErrorClass = "canceled"

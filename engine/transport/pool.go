@@ -49,6 +49,10 @@ var ErrStaleConnection = errors.New("stale connection")
 // returns when the server has already closed it: nothing is written.
 var errClosedBeforeSend = errors.New("the server closed the connection before the request was sent")
 
+// errClosedInHead marks a failure of a response whose head had begun when
+// the server closed the connection.
+var errClosedInHead = errors.New("the server closed the connection inside the response headers")
+
 // Why a connection was stale, for messages.
 const (
 	staleReused = "reused keep-alive connection failed before any response byte"
@@ -128,6 +132,13 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body = &hintBody{ReadCloser: resp.Body, conn: p}
 		}
 		return resp, nil
+	}
+	if gotByte.Load() && req.Context().Err() == nil {
+		if p := pc.Load(); p != nil && p.readEnded.Load() {
+			// The head began and the server closed: Go reads a line cut by
+			// the close as a whole one, and calls it malformed.
+			return nil, fmt.Errorf("%w: %w", errClosedInHead, err)
+		}
 	}
 	if gotByte.Load() || req.Context().Err() != nil {
 		return nil, err
