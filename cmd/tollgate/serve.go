@@ -63,6 +63,10 @@ func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Con
 				*f.d = time.Nanosecond
 			}
 		}
+		if c.IdleTimeout <= 0 && fs.Changed("idle-timeout") {
+			// The simulator reads 0 as its 30 s default, not as none.
+			return o, c, invalid(fmt.Errorf("--idle-timeout %v: want a positive duration (a connection idle that long is closed)", c.IdleTimeout))
+		}
 		return o, c, nil
 	}
 }
