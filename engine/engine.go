@@ -187,7 +187,8 @@ func Validate(sc *scenarios.Scenario) error {
 // fewer than its concurrency, and a load phase's concurrency over the
 // open-file limit (each run's report repeats these two). Each has its
 // position; all are found before anything is sent.
-func Warnings(sc *scenarios.Scenario, openFileLimit uint64) []string {
+// A shard (sh, nil when the run is whole) is warned of its own share.
+func Warnings(sc *scenarios.Scenario, openFileLimit uint64, sh *live.Shard) []string {
 	out := append([]string(nil), sc.Warnings...)
 	seen := map[string]bool{}
 	for _, run := range sc.Runs {
@@ -196,7 +197,7 @@ func Warnings(sc *scenarios.Scenario, openFileLimit uint64) []string {
 		}
 		for _, p := range run.Phases {
 			ws := live.ConcurrencyWarnings(p)
-			if w := live.FileLimitWarning(run, p, openFileLimit); w != "" {
+			if w := live.FileLimitWarning(run, p, openFileLimit, sh); w != "" {
 				ws = append(ws, w)
 			}
 			for _, w := range ws {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/embedded"
+	"github.com/tollgate-dev/tollgate/engine/live"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -296,13 +297,22 @@ phases:
 	}
 	// Its 2 requests can never have 100 in flight either: said whatever the limit.
 	short := "w.yaml:7:8: phase big: point concurrency 100 sends at most 2 requests (requests: 2), so never more than 2 are in flight"
-	got := Warnings(sc, 100)
+	got := Warnings(sc, 100, nil)
 	if len(got) != 2 || !strings.HasPrefix(got[0], short) ||
 		!strings.HasPrefix(got[1], "w.yaml:7:8: phase big: concurrency 100 needs about 232 open files but the limit is 100") {
 		t.Errorf("warnings %q", got)
 	}
-	if got := Warnings(sc, 0); len(got) != 1 || !strings.HasPrefix(got[0], short) {
+	if got := Warnings(sc, 0, nil); len(got) != 1 || !strings.HasPrefix(got[0], short) {
 		t.Errorf("limit unknown: %q", got)
+	}
+	// A shard of two needs files for its 50 streams only: 2×50+32 = 132.
+	half := &live.Shard{Index: 1, Count: 2}
+	if got := Warnings(sc, 150, half); len(got) != 1 || !strings.HasPrefix(got[0], short) {
+		t.Errorf("shard 1/2 under a limit that fits its share: %q", got)
+	}
+	got = Warnings(sc, 100, half)
+	if len(got) != 2 || !strings.Contains(got[1], "phase big: this shard's concurrency (50, of 2 shards) needs about 132 open files but the limit is 100") {
+		t.Errorf("shard 1/2 warnings %q", got)
 	}
 }
 

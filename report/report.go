@@ -370,8 +370,10 @@ type ServingMetrics struct {
 	// request's last attempt is measured.
 	Retries int `json:"retries"`
 	// StaleConnectionRetries counts requests sent again on a fresh
-	// connection because a reused keep-alive connection failed before any
-	// response byte (the request never reached the model).
+	// connection because their connection failed before any response byte
+	// and the server cannot have acted on them (engine/transport's rule: a
+	// pooled connection the server had closed, or one it closed before the
+	// request was written).
 	StaleConnectionRetries int  `json:"stale_connection_retries"`
 	TTFBMS                 Stat `json:"ttfb_ms"`
 	TTFTMS                 Stat `json:"ttft_ms"`

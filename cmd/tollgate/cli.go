@@ -248,6 +248,8 @@ type loadOptions struct {
 	repeatRuns int
 	// allowOutside: --allow-outside.
 	allowOutside []string
+	// shard, when the run is one, sizes the open-file warning to its share.
+	shard *live.Shard
 }
 
 // addAllowOutsideFlag adds --allow-outside. The opt-in is a flag, not a
@@ -282,7 +284,7 @@ func prepare(path string, lo loadOptions, compileGates bool, baseline map[string
 	if err := engine.CheckEnv(sc, os.LookupEnv); err != nil {
 		return nil, loadError(err)
 	}
-	for _, w := range engine.Warnings(sc, live.ProcessFileLimit()) {
+	for _, w := range engine.Warnings(sc, live.ProcessFileLimit(), lo.shard) {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	if !compileGates {
@@ -477,6 +479,7 @@ func (o *runOptions) setUp(fs *pflag.FlagSet, stderr io.Writer) (*runSetup, erro
 			return nil, invalid(errors.New("--remote-write with --shard: a shard measures part of the load, and every shard would write the same series; push from tollgate merge (or judge) instead"))
 		}
 	}
+	lo.shard = r.shard
 	if r.p, err = prepare(r.path, lo, !o.noGate, r.baseEnv, stderr); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Con
 	fs.IntVar(&c.BlockTokens, "block-tokens", d.BlockTokens, "prefix cache block size")
 	fs.BoolVar(&c.DisablePrefixCache, "no-prefix-cache", false, "turn the prefix cache off")
 	fs.Int64Var(&c.Seed, "seed", 0, "seed of the deterministic output text")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a connection idle this long between requests (advertised as Keep-Alive: timeout); a fresh connection waits max(10×, 2m) for its first request")
 	apiKeyEnv := fs.String("api-key-env", "", "require the API key held in this environment `VARIABLE`")
 	return fs, func() (serveOptions, sim.Config, error) {
 		if *apiKeyEnv != "" {
@@ -61,6 +62,10 @@ func serveFlags(stderr io.Writer) (*pflag.FlagSet, func() (serveOptions, sim.Con
 			if *f.d == 0 && fs.Changed(f.name) {
 				*f.d = time.Nanosecond
 			}
+		}
+		if c.IdleTimeout <= 0 && fs.Changed("idle-timeout") {
+			// The simulator reads 0 as its 30 s default, not as none.
+			return o, c, invalid(fmt.Errorf("--idle-timeout %v: want a positive duration (a connection idle that long is closed)", c.IdleTimeout))
 		}
 		return o, c, nil
 	}

@@ -223,6 +223,19 @@ func TestServeAddr(t *testing.T) {
 	}
 }
 
+// --idle-timeout is a positive duration: 0 would be the simulator's
+// default, not "none", so it is refused with the other invalid values.
+func TestServeIdleTimeoutMustBePositive(t *testing.T) {
+	for _, tc := range []struct{ flag, shown string }{{"0", "0s"}, {"-1s", "-1s"}} {
+		t.Run(tc.flag, func(t *testing.T) {
+			r := tollgate(t, "serve", "--addr", "127.0.0.1:0", "--idle-timeout", tc.flag)
+			if want := "--idle-timeout " + tc.shown + ": want a positive duration"; r.code != ExitInvalid || !strings.Contains(r.stderr, want) {
+				t.Fatalf("exit %d, want %d with %q\n%s", r.code, ExitInvalid, want, r.stderr)
+			}
+		})
+	}
+}
+
 func TestCheckAddrAccepts(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", ":8000", "localhost:8000", "[::1]:8000", "[fe80::1%lo]:0", "my-host.example.:65535"} {
 		if err := checkAddr(addr); err != nil {

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/sim"
@@ -145,8 +144,8 @@ func StartTLS(ctx context.Context, s *scenarios.SimConfig) (*Served, error) {
 		_ = srv.Close()
 		return nil, fmt.Errorf("embedded simulator: listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	hs := srv.HTTPServer()
+	hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -37,15 +37,22 @@ const fileSlack = 32
 // it asked for. An embedded simulator serves in this process, so each of
 // its connections costs two files. The Go runtime has already raised the
 // soft limit to the hard one at start-up, so lim is what this process can
-// have without the user raising the hard limit.
-func FileLimitWarning(run *scenarios.Run, p *scenarios.Phase, lim uint64) string {
+// have without the user raising the hard limit. A shard (sh, nil for the
+// whole run) needs files for its share of the concurrency only (the first
+// shards' share, the largest, is what is checked); max_in_flight bounds
+// each shard, so it is not divided.
+func FileLimitWarning(run *scenarios.Run, p *scenarios.Phase, lim uint64, sh *Shard) string {
 	if p.Kind != scenarios.PhaseLoad || lim == 0 {
 		return ""
 	}
+	share := func(c int) int { return c }
+	if sh != nil && sh.Count > 1 {
+		share = func(c int) int { return Share(c, 0, sh.Count) }
+	}
 	inFlight := p.MaxInFlight // an open loop's bound, 0 when none
-	inFlight = max(inFlight, p.Concurrency)
+	inFlight = max(inFlight, share(p.Concurrency))
 	for _, c := range p.Sweep.Concurrency {
-		inFlight = max(inFlight, c)
+		inFlight = max(inFlight, share(c))
 	}
 	files := inFlight
 	if run.Target.Embedded() {
@@ -54,7 +61,11 @@ func FileLimitWarning(run *scenarios.Run, p *scenarios.Phase, lim uint64) string
 	if inFlight <= 0 || uint64(files)+fileSlack <= lim {
 		return ""
 	}
-	return fmt.Sprintf("concurrency %d needs about %d open files but the limit is %d (ulimit -n): requests over it fail to connect; raise the hard limit", inFlight, files+fileSlack, lim)
+	what := fmt.Sprintf("concurrency %d", inFlight)
+	if sh != nil && sh.Count > 1 {
+		what = fmt.Sprintf("this shard's concurrency (%d, of %d shards)", inFlight, sh.Count)
+	}
+	return fmt.Sprintf("%s needs about %d open files but the limit is %d (ulimit -n): requests over it fail to connect; raise the hard limit", what, files+fileSlack, lim)
 }
 
 // ConcurrencyWarnings name the closed-loop points of a load phase that
@@ -97,7 +108,7 @@ func shortfallWarning(p *scenarios.Phase, sp loadSpec, lp *report.LoadPoint) str
 }
 
 // ProcessFileLimit is this process's soft limit on open files; 0 when unknown.
-func ProcessFileLimit() uint64 { return processFileLimit() }
+func ProcessFileLimit() uint64 { return transport.OpenFileLimit() }
 
 // MaxLoadSamples bounds the request samples a load phase keeps in the
 // report (about 30 MB in memory, more as JSON): a long open loop at
@@ -135,9 +146,9 @@ func (loadKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *repo
 	specs := loadSpecs(p)
 	limit := r.opts.OpenFileLimit
 	if limit == nil {
-		limit = processFileLimit
+		limit = transport.OpenFileLimit
 	}
-	if w := FileLimitWarning(r.run, p, limit()); w != "" {
+	if w := FileLimitWarning(r.run, p, limit(), r.opts.Shard); w != "" {
 		// The phase's metrics, warnings included, are laid out last.
 		defer func() {
 			if ph.ServingMetrics != nil {

@@ -91,3 +91,27 @@ phases:
 		t.Errorf("peak_in_flight %d with one connection to hold", lp.PeakInFlight)
 	}
 }
+
+// A shard needs files for its share of the concurrency, not the whole
+// run's: two shards of 16,000 streams need 8,000 sockets each.
+func TestOpenFileLimitWarningShard(t *testing.T) {
+	sc := parse(t, `
+targets:
+  s: {kind: openai, base_url: "http://127.0.0.1:1", model: m, metrics: false, metadata: false}
+phases:
+  load: {kind: load, concurrency: 16000, requests: 16000, prompt_tokens: 8, max_tokens: 2}
+`, nil)
+	run := sc.Runs[0]
+	p := run.Phases[0]
+	if w := FileLimitWarning(run, p, 10_000, nil); !strings.Contains(w, "concurrency 16000 needs about 16032 open files") {
+		t.Errorf("whole run: %q", w)
+	}
+	for i := range 2 {
+		if w := FileLimitWarning(run, p, 10_000, &Shard{Index: i, Count: 2}); w != "" {
+			t.Errorf("shard %d/2 of 16000 under a 10000 limit warned: %q", i, w)
+		}
+	}
+	if w := FileLimitWarning(run, p, 5_000, &Shard{Index: 1, Count: 2}); !strings.Contains(w, "this shard's concurrency (8000, of 2 shards) needs about 8032 open files") {
+		t.Errorf("shard over its limit: %q", w)
+	}
+}

@@ -76,17 +76,22 @@ const (
 	ClassTimeoutIdle       ErrorClass = "timeout_idle"
 	ClassTimeoutTotal      ErrorClass = "timeout_total"
 	ClassHTTPStatus        ErrorClass = "http_status"
-	// ClassProtocol covers malformed streams, oversized lines and error
-	// events sent inside a 200 stream (then Unwrap yields the protocol's stream error).
+	// ClassProtocol covers malformed streams, oversized lines, error
+	// events sent inside a 200 stream (then Unwrap yields the protocol's
+	// stream error), a response head over its bound or not HTTP, and a
+	// same-origin redirect loop.
 	ClassProtocol ErrorClass = "protocol"
 	// ClassTruncated: the answer ended (a clean close, a whole body) before
 	// the protocol said it was finished: an OpenAI stream with neither a
-	// finish_reason nor [DONE], a Messages API stream before message_stop.
+	// finish_reason nor [DONE], a Messages API stream before message_stop,
+	// a stream closed inside a line.
 	ClassTruncated ErrorClass = "truncated"
 	ClassReset     ErrorClass = "reset"
 	ClassCanceled  ErrorClass = "canceled"
-	// ClassStaleConnection: a reused keep-alive connection failed before
-	// any response byte and was not retried (the client was told not to).
+	// ClassStaleConnection: a connection the server had closed unseen (a
+	// pooled one, or one closed before the request was written) failed
+	// before any response byte and was not retried (the client was told
+	// not to).
 	ClassStaleConnection ErrorClass = "stale_connection"
 	// ClassRedirect: a 3xx the redirect policy does not follow.
 	ClassRedirect ErrorClass = "redirect"
@@ -142,7 +147,8 @@ type Result struct {
 	HTTPStatus    int   `json:"http_status,omitempty"`
 	BytesReceived int64 `json:"bytes_received"`
 	// StaleConnectionRetries counts sends repeated on a fresh connection
-	// because a reused one failed before any response byte (0 or 1).
+	// because a pooled one failed before any response byte, or the server
+	// closed the connection before the request was written (0 or 1).
 	StaleConnectionRetries int `json:"stale_connection_retries,omitempty"`
 	// Start is the send timestamp every offset of the request is from;
 	// Written is when its first byte was written (a connection obtained:

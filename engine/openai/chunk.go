@@ -603,7 +603,7 @@ type slowChunk struct {
 func parseChunkSlow(data []byte, ci *chunkInfo) error {
 	var c slowChunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return fmt.Errorf("decode chunk %q: %w", transport.Snippet(data, 120), err)
+		return fmt.Errorf("decode chunk %q: %w", transport.Cut(data, 120), err)
 	}
 	for _, ch := range c.Choices {
 		if d := ch.Delta; d != nil {

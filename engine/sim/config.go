@@ -77,6 +77,13 @@ type Config struct {
 	// always produce the same text.
 	Seed int64
 
+	// IdleTimeout is how long a connection may wait between requests
+	// before the server closes it; it is advertised as "Keep-Alive:
+	// timeout=N" (whole seconds, when at least one) so a client can retire
+	// the connection first. A fresh connection waits longer for its first
+	// request (FirstRequestTimeout).
+	IdleTimeout time.Duration
+
 	// APIKey, when set, is required as "Authorization: Bearer <key>" on
 	// /v1/* endpoints (401 otherwise), so clients can test key handling.
 	APIKey string
@@ -111,7 +118,21 @@ func DefaultConfig() Config {
 		BlockTokens:         16,
 		DefaultMaxTokens:    256,
 		MeanEOSTokens:       256,
+		IdleTimeout:         30 * time.Second,
 	}
+}
+
+// FirstRequestTimeout is how long a fresh connection may wait for its
+// first request's header: ten idle timeouts, at least two minutes. It is
+// longer than the idle timeout because a client opening thousands of
+// connections dials ahead of demand and parks the spare ones in its pool
+// until its connect storm is over; closing those at the idle timeout races
+// their first request, which clients do not resend on a connection that
+// never carried one (Go's http.Transport does not). Between requests the
+// client has had an answer, with the Keep-Alive hint, and can retire the
+// connection in time.
+func FirstRequestTimeout(idle time.Duration) time.Duration {
+	return max(10*idle, 2*time.Minute)
 }
 
 // withDefaults fills zero fields from DefaultConfig.
@@ -150,6 +171,9 @@ func (c Config) withDefaults() Config {
 	if c.MeanEOSTokens == 0 {
 		c.MeanEOSTokens = d.MeanEOSTokens
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
 	c.Faults = withFaultDefaults(c.Faults)
 	return c
 }
@@ -172,6 +196,9 @@ func (c Config) validate() error {
 	}
 	if c.DecodeStepPerSeq < 0 {
 		bad("sim: DecodeStepPerSeq must not be negative, got %v", c.DecodeStepPerSeq)
+	}
+	if c.IdleTimeout < 0 {
+		bad("sim: IdleTimeout must not be negative, got %v", c.IdleTimeout)
 	}
 	if c.MaxRunningSeqs < 1 {
 		bad("sim: MaxRunningSeqs must be at least 1, got %d", c.MaxRunningSeqs)

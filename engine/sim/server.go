@@ -19,6 +19,7 @@ import (
 type Server struct {
 	cfg       Config
 	modelJSON []byte // JSON-encoded model name, spliced into pre-encoded chunks
+	keepAlive string // the Keep-Alive header: the idle timeout in whole seconds; "" when under one
 	sched     *scheduler
 	cache     *prefixCache // nil when the prefix cache is disabled
 	out       *outTable
@@ -110,6 +111,7 @@ func New(cfg Config) (*Server, error) {
 		out:       newOutTable(),
 		done:      make(chan struct{}),
 		startedAt: time.Now(),
+		keepAlive: keepAliveHeader(cfg.IdleTimeout),
 		ttft:      newHistogram(ttftBucketsS()),
 		ttftExact: stats.New(),
 	}
@@ -137,6 +139,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// keepAliveHeader advertises idle, rounded down to whole seconds, so a
+// client never waits past it; "" when that is 0.
+func keepAliveHeader(idle time.Duration) string {
+	if n := int64(idle / time.Second); n > 0 {
+		return fmt.Sprintf("timeout=%d", n)
+	}
+	return ""
+}
+
 // Config returns the effective configuration (defaults applied).
 func (s *Server) Config() Config {
 	c := s.cfg
@@ -158,6 +169,9 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
 	if v := r.Header.Get(SessionHeader); v != "" {
 		w.Header().Set(SessionHeader, v)
+	}
+	if s.keepAlive != "" {
+		w.Header().Set("Keep-Alive", s.keepAlive)
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -217,11 +231,7 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sim: listen on %s: %w", addr, err)
 	}
-	s.srv = &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// No write timeout: streams legitimately last minutes.
-	}
+	s.srv = s.HTTPServer()
 	s.serveDone = make(chan struct{})
 	go func(srv *http.Server, done chan<- struct{}) {
 		defer close(done)
@@ -235,6 +245,21 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 		}
 	}()
 	return baseURL(ln.Addr()), nil
+}
+
+// HTTPServer is an http.Server for Handler with the simulator's connection
+// timeouts, for a caller that serves it itself (e.g. behind TLS).
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler: s.Handler(),
+		// http.Server waits IdleTimeout for the next request's first byte
+		// and ReadHeaderTimeout for a header from when it starts reading;
+		// on a fresh connection that is from accept, so ReadHeaderTimeout
+		// is the first request's wait (see FirstRequestTimeout).
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ReadHeaderTimeout: FirstRequestTimeout(s.cfg.IdleTimeout),
+		// No write timeout: streams legitimately last minutes.
+	}
 }
 
 func baseURL(a net.Addr) string {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/transport/sse"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/internal/safefile"
+	"github.com/tollgate-dev/tollgate/internal/textsafe"
 )
 
 // Defaults applied by New when a Config field is zero.
@@ -37,6 +39,14 @@ const (
 	metadataBytes = 64 << 10
 	// jsonBodyBytes caps a non-streamed response body.
 	jsonBodyBytes = 16 << 20
+	// MaxResponseHeaderBytes bounds a response's status line and headers
+	// together; a longer head is a protocol error. LLM servers send a few
+	// hundred bytes (Go's own default would be 10 MB).
+	MaxResponseHeaderBytes = 1 << 20
+	// MaxErrorMessageBytes bounds a request error's message once its
+	// control characters are escaped (the body excerpt in it is at most
+	// errorSnippetBytes of the body).
+	MaxErrorMessageBytes = 2 << 10
 )
 
 // Config describes one target, whatever protocol it speaks.
@@ -75,8 +85,8 @@ type Config struct {
 	// kernel's receive timestamps (SO_TIMESTAMPNS, Linux), e.g. to compare.
 	UserspaceClock bool
 	// NoStaleRetry turns off the one retry, on a fresh connection, of a
-	// request whose reused connection failed before any response byte; such
-	// a failure is then a stale_connection error.
+	// request whose connection the server had closed unseen (pool.go's
+	// rule); such a failure is then a stale_connection error.
 	NoStaleRetry bool
 	// FollowRedirects is FollowNever (default) or FollowSameOrigin.
 	FollowRedirects string
@@ -97,6 +107,9 @@ type Client struct {
 	http    *http.Client
 	secrets *redact.Redactor
 	bufs    sync.Pool
+	// dialed is set once a connection to the target was made: a refusal
+	// after it is the server's overload, not a wrong address.
+	dialed *atomic.Bool
 
 	mu           sync.Mutex
 	countMethod  string // the CountTokens method that last worked
@@ -104,6 +117,12 @@ type Client struct {
 	// unresponsive are counting methods whose count did not grow with the
 	// text (seen: a /tokenize form the server ignores); never tried again.
 	unresponsive map[string]string
+
+	// waits are the deadlines of the calls around a run (defaultWaits);
+	// metricsSilent is set once /metrics went unanswered, and it is not
+	// asked again.
+	waits         waits
+	metricsSilent atomic.Bool
 }
 
 // New validates cfg and builds a client with its own connection pool that
@@ -145,7 +164,8 @@ func New(cfg Config, wire Wire) (*Client, error) {
 	if !cfg.UserspaceClock {
 		dial = kernelTimestampDialer(dial)
 	}
-	dial = hintDialer(dial)
+	dialed := new(atomic.Bool)
+	dial = hintDialer(dial, dialed)
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         dial,
@@ -155,15 +175,18 @@ func New(cfg Config, wire Wire) (*Client, error) {
 		MaxIdleConnsPerHost: cfg.MaxConns,
 		IdleConnTimeout:     90 * time.Second,
 		// gzip would buffer the stream and hide arrival times.
-		DisableCompression: true,
-		ReadBufferSize:     cfg.ReadBufferBytes,
-		WriteBufferSize:    32 << 10,
+		DisableCompression:     true,
+		ReadBufferSize:         cfg.ReadBufferBytes,
+		WriteBufferSize:        32 << 10,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	c := &Client{
-		cfg:  cfg,
-		wire: wire,
-		base: u.String(),
-		http: &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
+		cfg:    cfg,
+		wire:   wire,
+		base:   u.String(),
+		dialed: dialed,
+		http:   &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
+		waits:  defaultWaits,
 	}
 	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
 	secrets := append([]string{cfg.APIKey}, cfg.Secrets...)
@@ -183,16 +206,48 @@ const maxRedirects = 5
 // checkRedirect follows only what the policy allows; anything else returns
 // the 3xx itself, which Stream classifies as a redirect error. Go changes a
 // POST into a GET on 301/302/303: that is never followed, a generation
-// request sent as a GET measures nothing.
+// request sent as a GET measures nothing. A chain the policy follows that
+// is still redirecting after maxRedirects is a redirectLoopError.
 func checkRedirect(policy string) func(req *http.Request, via []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		first := via[0]
-		if policy != FollowSameOrigin || len(via) > maxRedirects || req.Method != first.Method ||
+		if policy != FollowSameOrigin || req.Method != first.Method ||
 			req.URL.Scheme != first.URL.Scheme || req.URL.Host != first.URL.Host {
 			return http.ErrUseLastResponse
 		}
+		if len(via) > maxRedirects {
+			loop := &redirectLoopError{redirects: len(via), to: safeURL(req.URL)}
+			for _, v := range via {
+				loop.revisits = loop.revisits || v.URL.String() == req.URL.String()
+			}
+			return loop
+		}
 		return nil
 	}
+}
+
+// redirectLoopError is a same-origin redirect chain that did not end
+// within maxRedirects: the server's loop, a protocol error.
+type redirectLoopError struct {
+	redirects int
+	to        string // the next target, without userinfo, query or fragment
+	revisits  bool   // it is one the chain already asked
+}
+
+func (e *redirectLoopError) Error() string {
+	again := ""
+	if e.revisits {
+		again = ", asked before in the chain"
+	}
+	return fmt.Sprintf("redirect loop: %d redirects in a row without an answer (at most %d are followed); the next to %s%s", e.redirects, maxRedirects, e.to, again)
+}
+
+// safeURL is u fit for a message: no userinfo, query or fragment (they
+// may hold tokens).
+func safeURL(u *url.URL) string {
+	v := *u
+	v.User, v.RawQuery, v.Fragment, v.RawFragment = nil, "", "", ""
+	return v.String()
 }
 
 // safeLocation is a redirect target fit for a message: no userinfo, no
@@ -203,27 +258,61 @@ func safeLocation(resp *http.Response) string {
 	if err != nil {
 		return "an unparsable Location"
 	}
-	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
-	return u.String()
+	return safeURL(u)
 }
 
-// AuxTimeout bounds metadata, metrics and token-count calls (a shorter total
-// timeout bounds them more): a server that never answers them must not hang
-// a run, and the default total (30m) is sized for generation, not for these.
-const AuxTimeout = 30 * time.Second
+// The deadlines of the calls around a run, each call on its own (a shorter
+// total timeout bounds them more): a server that never answers one delays
+// the run by that much at most, and the default total (30m) is sized for
+// generation, not for these.
+const (
+	// MetadataTimeout: each metadata endpoint; the five are read at once.
+	MetadataTimeout = 5 * time.Second
+	// ModelsTimeout: /v1/models, read when the scenario names no model.
+	ModelsTimeout = 10 * time.Second
+	// MetricsTimeout: each /metrics scrape. One that goes unanswered is
+	// the last: /metrics is not asked again by this client.
+	MetricsTimeout = 10 * time.Second
+	// AuxTimeout: each readiness probe (the ready timeout bounds them all)
+	// and each token-count call of a calibration.
+	AuxTimeout = 30 * time.Second
+)
 
-func (c *Client) auxTimeout() time.Duration {
+// waits are a client's deadlines for the calls around a run.
+type waits struct{ metadata, models, metrics, aux time.Duration }
+
+var defaultWaits = waits{metadata: MetadataTimeout, models: ModelsTimeout, metrics: MetricsTimeout, aux: AuxTimeout}
+
+// wait is d, or the total timeout when that is shorter.
+func (c *Client) wait(d time.Duration) time.Duration {
 	if c.cfg.TotalTimeout > 0 {
-		return min(c.cfg.TotalTimeout, AuxTimeout)
+		return min(c.cfg.TotalTimeout, d)
 	}
-	return AuxTimeout
+	return d
 }
+
+// ErrNoAnswer marks a call around the run (metadata, the model list,
+// /metrics, a readiness probe, a token count) that the server did not
+// answer within its deadline; it also wraps context.DeadlineExceeded.
+var ErrNoAnswer = errors.New("no answer")
 
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // redact removes secret values from text that may reach a report or log.
 func (c *Client) redact(s string) string { return c.secrets.String(s) }
+
+// secretSlack is what is read of a body past the excerpt quoted from it,
+// so that a secret the server echoes across the cut is whole when it is
+// redacted, and no part of it shows.
+const secretSlack = 4 << 10
+
+// excerpt is what Snippet quotes of a body, its secrets redacted before
+// it is cut.
+func (c *Client) excerpt(b []byte, n int) string {
+	b = b[:min(len(b), n+secretSlack)]
+	return Snippet([]byte(c.redact(string(b))), n)
+}
 
 // newRequest builds a request with auth and configured headers.
 func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
@@ -254,7 +343,32 @@ var (
 )
 
 func (c *Client) fail(class measure.ErrorClass, status int, msg string, cause error) *measure.Error {
-	return &measure.Error{Class: class, Status: status, Message: c.redact(msg), Cause: cause, Protocol: c.wire.Name()}
+	return &measure.Error{Class: class, Status: status, Message: c.safe(msg), Cause: cause, Protocol: c.wire.Name()}
+}
+
+// safe makes a message that may quote the server fit to show: secrets
+// redacted, control characters escaped (textsafe.Clean, the rule every
+// output follows), at most MaxErrorMessageBytes.
+func (c *Client) safe(msg string) string {
+	return cut(textsafe.Clean(c.redact(msg)), MaxErrorMessageBytes)
+}
+
+// safeError is err with the message safe makes of it: Go's HTTP client
+// quotes what the server sent (a malformed header line) as it came.
+// errors.Is and As still reach err.
+type safeError struct {
+	msg string
+	err error
+}
+
+func (e *safeError) Error() string { return e.msg }
+func (e *safeError) Unwrap() error { return e.err }
+
+func (c *Client) safeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &safeError{msg: c.safe(err.Error()), err: err}
 }
 
 // classify maps a transport error to a class, looking first at why the
@@ -272,6 +386,10 @@ func (c *Client) classify(ctx context.Context, err error, during string) *measur
 			return c.fail(measure.ClassCanceled, 0, during+": "+cause.Error(), cause)
 		}
 	}
+	var loop *redirectLoopError
+	if errors.As(err, &loop) {
+		return c.fail(measure.ClassProtocol, 0, loop.Error(), err)
+	}
 	var stale *staleError
 	if errors.As(err, &stale) {
 		if stale.retry == nil {
@@ -285,20 +403,76 @@ func (c *Client) classify(ctx context.Context, err error, during string) *measur
 	var recErr tls.RecordHeaderError
 	var unkCA x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
+	var headErr textproto.ProtocolError
 	switch {
+	case headerTooLarge(err):
+		return c.fail(measure.ClassProtocol, 0, fmt.Sprintf("%s: the response's status line and headers exceeded %d bytes, the bound on them", during, MaxResponseHeaderBytes), err)
 	case errors.As(err, &opErr) && opErr.Op == "dial",
 		errors.As(err, &dnsErr), errors.As(err, &certErr), errors.As(err, &recErr),
 		errors.As(err, &unkCA), errors.As(err, &hostErr):
-		return c.fail(measure.ClassConnect, 0, err.Error(), err)
+		return c.fail(measure.ClassConnect, 0, err.Error()+c.connectCause(err), err)
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE):
-		return c.fail(measure.ClassReset, 0, during+": "+err.Error(), err)
+		errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE), errors.Is(err, errClosedBeforeSend),
+		errors.Is(err, errClosedInHead):
+		return c.fail(measure.ClassReset, 0, during+": "+err.Error()+closeCause(during), err)
+	case errors.As(err, &headErr), strings.Contains(err.Error(), "malformed HTTP "):
+		// Go's words for a status line or header it cannot read (pinned
+		// by TestResponseHeadErrorsAreProtocol).
+		return c.fail(measure.ClassProtocol, 0, during+": the answer is not HTTP: "+err.Error(), err)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() && during == "connect" {
-		return c.fail(measure.ClassConnect, 0, err.Error(), err)
+		return c.fail(measure.ClassConnect, 0, err.Error()+c.connectCause(err), err)
 	}
 	return c.fail(measure.ClassReset, 0, during+": "+err.Error(), err)
+}
+
+// headerTooLarge reports Go's refusal of a response head over
+// MaxResponseHeaderBytes, which it says only in words (pinned by
+// TestResponseHeadErrorsAreProtocol).
+func headerTooLarge(err error) bool {
+	return strings.Contains(err.Error(), "server response headers exceeded")
+}
+
+// closeCause names who ended a request that failed with a closed
+// connection, by how far it had got: an EOF or reset alone does not say
+// whether the answer had begun.
+func closeCause(during string) string {
+	switch during {
+	case "send request", "await response":
+		return " (the server closed the connection before any response byte)"
+	case "read response headers":
+		return " (the server closed the connection inside the response headers)"
+	case "read stream", "read body":
+		return " (the server closed the connection mid-response)"
+	}
+	return ""
+}
+
+// connectCause is the likely cause of a failed connect, where the error
+// says it: the client's own file or port limits, or a server that
+// accepted this client's connections before and refuses or ignores them
+// now (overloaded: its listen backlog overflowed, or it stopped listening).
+func (c *Client) connectCause(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.EMFILE):
+		if n := OpenFileLimit(); n > 0 {
+			return fmt.Sprintf(" (open-file limit (ulimit -n %d) reached)", n)
+		}
+		return " (open-file limit (ulimit -n) reached)"
+	case errors.Is(err, syscall.ENFILE):
+		return " (the system-wide open-file limit (fs.file-max) reached)"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return " (no local port left to connect from: net.ipv4.ip_local_port_range)"
+	case errors.Is(err, syscall.ECONNREFUSED) && c.dialed.Load():
+		return " (the server accepted connections earlier in this run: its listen backlog overflowed or it stopped listening)"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return " (nothing is listening at that address)"
+	case errors.As(err, &netErr) && netErr.Timeout() && c.dialed.Load():
+		return " (the server accepted connections earlier in this run: a full listen backlog drops new ones unanswered)"
+	}
+	return ""
 }
 
 // MergeBody deep-merges src into dst: nested maps merge, nil deletes, other
@@ -369,7 +543,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	var firstByte time.Duration
 	// The trace hooks run on the transport's goroutines: conn is atomic.
 	var conn atomic.Pointer[tsConn]
-	var gotConn, wrote atomic.Bool
+	var gotConn, wrote, headBegun atomic.Bool
 	var headerClock string // where the first byte's time came from (discarded)
 	// Connection and write times, as offsets from start in ns; the trace
 	// fires again for a stale-connection retry, so the last attempt wins.
@@ -396,11 +570,17 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		// The headers go into the connection's write buffer as soon as
 		// it is obtained: the request's first byte is written then.
 		WroteHeaders: func() { headersAt.Store(max(since(), 1)) },
-		WroteRequest: func(httptrace.WroteRequestInfo) {
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err != nil {
+				return // not sent: the failure is of sending, not awaiting
+			}
 			wrote.Store(true)
 			wroteAt.Store(since())
 		},
-		GotFirstResponseByte: func() { firstByte = arrival(conn.Load(), start, 0, &headerClock) },
+		GotFirstResponseByte: func() {
+			firstByte = arrival(conn.Load(), start, 0, &headerClock)
+			headBegun.Store(true)
+		},
 	}))
 	defer func() {
 		res.Start = start
@@ -432,12 +612,17 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	if err != nil {
 		during := "connect"
 		switch {
+		case headBegun.Load():
+			during = "read response headers"
 		case wrote.Load():
 			during = "await response"
 		case gotConn.Load():
 			during = "send request"
 		}
 		res.Err = c.classify(ctx, err, during)
+		if resp != nil { // a redirect chain stopped with an error
+			res.HTTPStatus, res.Err.Status = resp.StatusCode, resp.StatusCode
+		}
 		tl.End = time.Since(start)
 		res.Metrics = measure.Derive(tl)
 		return res, res.Err
@@ -464,12 +649,12 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		return res, res.Err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+1))
+		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+secretSlack))
 		res.BytesReceived = int64(len(snip))
 		// No token figures for a refused request: only what was measured.
 		res.Metrics = noBody()
 		msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-		if s := strings.TrimSpace(Snippet(snip, errorSnippetBytes)); s != "" {
+		if s := strings.TrimSpace(c.excerpt(snip, errorSnippetBytes)); s != "" {
 			msg += ": " + s
 		}
 		res.Err = c.fail(measure.ClassHTTPStatus, resp.StatusCode, msg, nil)

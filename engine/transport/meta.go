@@ -9,32 +9,47 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/internal/textsafe"
 )
 
-// get fetches path, keeping at most limit bytes of the body.
-func (c *Client) get(ctx context.Context, path string, limit int64) (status int, body []byte, truncated bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.auxTimeout())
+// get fetches path within wait (Client.wait of it), keeping at most
+// limit bytes of the body.
+func (c *Client) get(ctx context.Context, path string, limit int64, wait time.Duration) (status int, body []byte, truncated bool, err error) {
+	d := c.wait(wait)
+	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	req, err := c.newRequest(ctx, http.MethodGet, path, nil)
+	req, err := c.newRequest(cctx, http.MethodGet, path, nil)
 	if err != nil {
 		return 0, nil, false, err
 	}
+	what := "GET " + c.base + path
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, false, fmt.Errorf("GET %s: %w", c.base+path, err)
+		return 0, nil, false, c.auxError(ctx, cctx, d, what, err)
 	}
 	defer resp.Body.Close()
 	body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return resp.StatusCode, nil, false, fmt.Errorf("GET %s: read body: %w", c.base+path, err)
+		return resp.StatusCode, nil, false, c.auxError(ctx, cctx, d, what+": read body", err)
 	}
 	if int64(len(body)) > limit {
 		body, truncated = body[:limit], true
 	}
 	return resp.StatusCode, body, truncated, nil
+}
+
+// auxError is the error of a call around the run (what: "GET url"): its
+// deadline d, when that is what ended it (cctx's, not the caller's ctx),
+// is ErrNoAnswer naming d; any other is err, its message made safe.
+func (c *Client) auxError(ctx, cctx context.Context, d time.Duration, what string, err error) error {
+	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w within %s: %w", c.redact(what), ErrNoAnswer, d, context.DeadlineExceeded)
+	}
+	return c.safeErr(fmt.Errorf("%s: %w", what, err))
 }
 
 func ok2xx(status int) bool { return status >= 200 && status <= 299 }
@@ -100,7 +115,7 @@ func (e *notReadyError) Unwrap() []error { return e.errs }
 // answered 401 or 403: the server is up and will not take these
 // credentials. cause is the request's error when none was answered.
 func (c *Client) probeReady(ctx context.Context) (ready bool, why string, refused bool, cause error) {
-	status, body, _, err := c.get(ctx, "/health", errorSnippetBytes)
+	status, body, _, err := c.get(ctx, "/health", errorSnippetBytes+secretSlack, c.waits.aux)
 	if err != nil {
 		return false, err.Error(), false, err
 	}
@@ -108,16 +123,16 @@ func (c *Client) probeReady(ctx context.Context) (ready bool, why string, refuse
 		return true, "", false, nil
 	}
 	if !absent(status) && !denied(status) {
-		return false, fmt.Sprintf("GET %s/health: HTTP %d %s", c.base, status, strings.TrimSpace(Snippet(body, 200))), false, nil
+		return false, fmt.Sprintf("GET %s/health: HTTP %d %s", c.base, status, strings.TrimSpace(c.excerpt(body, 200))), false, nil
 	}
-	status, body, _, err = c.get(ctx, "/v1/models", errorSnippetBytes)
+	status, body, _, err = c.get(ctx, "/v1/models", errorSnippetBytes+secretSlack, c.waits.aux)
 	if err != nil {
 		return false, err.Error(), false, err
 	}
 	if ok2xx(status) {
 		return true, "", false, nil
 	}
-	return false, fmt.Sprintf("GET %s/v1/models: HTTP %d %s", c.base, status, strings.TrimSpace(Snippet(body, 200))), denied(status), nil
+	return false, fmt.Sprintf("GET %s/v1/models: HTTP %d %s", c.base, status, strings.TrimSpace(c.excerpt(body, 200))), denied(status), nil
 }
 
 func denied(status int) bool {
@@ -130,12 +145,12 @@ var ErrUnauthorized = measure.ErrCredentialsRefused
 // Models returns the model ids from /v1/models, in server order; the first is
 // the natural default.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	status, body, _, err := c.get(ctx, "/v1/models", jsonBodyBytes)
+	status, body, _, err := c.get(ctx, "/v1/models", jsonBodyBytes, c.waits.models)
 	if err != nil {
-		return nil, fmt.Errorf("openai: list models: %s", c.redact(err.Error()))
+		return nil, fmt.Errorf("openai: list models: %w", err)
 	}
 	if !ok2xx(status) {
-		return nil, fmt.Errorf("openai: list models: HTTP %d: %s", status, c.redact(Snippet(body, 200)))
+		return nil, fmt.Errorf("openai: list models: HTTP %d: %s", status, c.excerpt(body, 200))
 	}
 	var list struct {
 		Data []struct {
@@ -181,31 +196,43 @@ func MetadataPaths() []string {
 	return []string{"/health", "/v1/models", "/v1/cache/status", "/v1/stats", "/version"}
 }
 
-// Metadata reads the optional metadata endpoints. It never fails: each path
-// gets an entry, with a note when the endpoint is absent or erred.
+// Metadata reads the optional metadata endpoints, all at once, each within
+// MetadataTimeout: a server that answers none of them delays the run by
+// that much. It never fails: each path gets an entry, with a note when the
+// endpoint is absent, erred or did not answer.
 func (c *Client) Metadata(ctx context.Context) map[string]measure.MetadataEntry {
 	paths := MetadataPaths()
+	entries := make([]measure.MetadataEntry, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Go(func() { entries[i] = c.metadataEntry(ctx, p) })
+	}
+	wg.Wait()
 	out := make(map[string]measure.MetadataEntry, len(paths))
-	for _, p := range paths {
-		status, body, truncated, err := c.get(ctx, p, metadataBytes)
-		e := measure.MetadataEntry{Status: status}
-		switch {
-		case err != nil:
-			e.Note = "error: " + c.redact(err.Error())
-		case absent(status):
-			e.Note = fmt.Sprintf("absent: %d", status)
-		case !ok2xx(status):
-			e.Note = fmt.Sprintf("HTTP %d", status)
-			e.Text = c.redact(Snippet(body, errorSnippetBytes))
-		case !truncated && json.Valid(body):
-			e.JSON = json.RawMessage(c.redact(string(body)))
-		default:
-			e.Text = c.redact(string(body))
-			if truncated {
-				e.Note = fmt.Sprintf("truncated at %d bytes", metadataBytes)
-			}
-		}
-		out[p] = e
+	for i, p := range paths {
+		out[p] = entries[i]
 	}
 	return out
+}
+
+func (c *Client) metadataEntry(ctx context.Context, path string) measure.MetadataEntry {
+	status, body, truncated, err := c.get(ctx, path, metadataBytes, c.waits.metadata)
+	e := measure.MetadataEntry{Status: status}
+	switch {
+	case err != nil:
+		e.Note = "error: " + err.Error()
+	case absent(status):
+		e.Note = fmt.Sprintf("absent: %d", status)
+	case !ok2xx(status):
+		e.Note = fmt.Sprintf("HTTP %d", status)
+		e.Text = c.excerpt(body, errorSnippetBytes)
+	case !truncated && json.Valid(body):
+		e.JSON = json.RawMessage(c.redact(string(body)))
+	default:
+		e.Text = textsafe.Clean(c.redact(string(body)))
+		if truncated {
+			e.Note = fmt.Sprintf("truncated at %d bytes", metadataBytes)
+		}
+	}
+	return e
 }

@@ -24,10 +24,18 @@ const scrapeBytes = 64 << 20
 
 // ScrapeMetrics reads /metrics (Prometheus text format); see ParsePrometheus.
 // Lines the parser rejects are warnings in the scrape, not a lost scrape.
+// A /metrics that goes unanswered within MetricsTimeout is not asked again
+// by this client: each later scrape fails at once, saying why.
 func (c *Client) ScrapeMetrics(ctx context.Context) (measure.Scrape, error) {
-	status, body, truncated, err := c.get(ctx, "/metrics", scrapeBytes)
+	if c.metricsSilent.Load() {
+		return measure.Scrape{}, fmt.Errorf("openai: scrape metrics: %w within %s earlier in this run; not asked again", ErrNoAnswer, c.wait(c.waits.metrics))
+	}
+	status, body, truncated, err := c.get(ctx, "/metrics", scrapeBytes, c.waits.metrics)
 	if err != nil {
-		return measure.Scrape{}, fmt.Errorf("openai: scrape metrics: %s", c.redact(err.Error()))
+		if errors.Is(err, ErrNoAnswer) {
+			c.metricsSilent.Store(true)
+		}
+		return measure.Scrape{}, fmt.Errorf("openai: scrape metrics: %w", err)
 	}
 	if !ok2xx(status) {
 		return measure.Scrape{}, fmt.Errorf("openai: scrape metrics: HTTP %d", status)
@@ -37,10 +45,10 @@ func (c *Client) ScrapeMetrics(ctx context.Context) (measure.Scrape, error) {
 	}
 	s, err := ParsePrometheus(body)
 	if err != nil {
-		return measure.Scrape{}, fmt.Errorf("openai: scrape metrics: %w", err)
+		return measure.Scrape{}, c.safeErr(fmt.Errorf("openai: scrape metrics: %w", err))
 	}
 	for i, w := range s.Warnings {
-		s.Warnings[i] = c.redact(w)
+		s.Warnings[i] = c.safe(w)
 	}
 	return s, nil
 }
@@ -102,7 +110,7 @@ func parseByBlock(text []byte) (map[string]*dto.MetricFamily, []string, error) {
 				return nil, nil, fmt.Errorf("parse metrics: %w", err)
 			}
 			bad++
-			warnings = append(warnings, fmt.Sprintf("/metrics line %d dropped: %s: %q", b.line+pe.Line-1, pe.Msg, Snippet(line, 120)))
+			warnings = append(warnings, fmt.Sprintf("/metrics line %d dropped: %s: %q", b.line+pe.Line-1, pe.Msg, Cut(line, 120)))
 			families, err = parseText(b.text)
 		}
 		for name, mf := range families {

@@ -18,25 +18,60 @@ import (
 // Servers such as llama.cpp's llama-server advertise "Keep-Alive: timeout=5,
 // max=100" and then close the connection anyway; Go's pool hands the dead
 // connection to the next POST and does not retry it (POST is not
-// idempotent). A request that failed on a reused connection before any
-// response byte arrived never reached the model, so it is sent again, once,
-// on a connection of its own, and counted.
+// idempotent). Nor does Go retry on a connection it dialled for the
+// request, whatever happened to it.
+//
+// The rule for sending a failed request again, once, on a connection of
+// its own, counted in stale_connection_retries, is that the server cannot
+// have acted on it; it holds when no response byte arrived and
+//
+//   - the server had closed the connection before the request's first byte
+//     was written (its FIN or reset seen by the kernel or the read loop):
+//     nothing was sent, so nothing was done, whatever the connection. A
+//     client so busy connecting that it writes a new connection's first
+//     request after the server's first-request timeout meets this; or
+//   - the connection had sat in the pool (Go's "reused": one that carried
+//     requests, or one dialled ahead of demand and parked unused): the
+//     failure is then the server's idle close racing the send, the case
+//     Go itself retries for idempotent requests. A server that read the
+//     request in that moment and died before answering would be resent
+//     to, the one case the rule cannot tell apart.
+//
+// A connection dialled for this very request that took the request and
+// then closed is not retried: the server had it and may have acted on it
+// (a crash mid-prefill, a proxy that forwarded it). That is a reset.
 
-// ErrStaleConnection marks a request that failed on a reused keep-alive
-// connection before any response byte arrived.
-var ErrStaleConnection = errors.New("reused idle connection failed before any response byte")
+// ErrStaleConnection marks a request that failed before any response byte
+// on a connection the server had closed unseen (the rule above).
+var ErrStaleConnection = errors.New("stale connection")
+
+// errClosedBeforeSend is what a connection's first write of a request
+// returns when the server has already closed it: nothing is written.
+var errClosedBeforeSend = errors.New("the server closed the connection before the request was sent")
+
+// errClosedInHead marks a failure of a response whose head had begun when
+// the server closed the connection.
+var errClosedInHead = errors.New("the server closed the connection inside the response headers")
+
+// Why a connection was stale, for messages.
+const (
+	staleReused = "reused keep-alive connection failed before any response byte"
+	staleUnused = "pooled connection that had never carried a request failed before any response byte"
+	staleClosed = "the server closed the connection before the request was sent"
+)
 
 // staleError is a stale-connection failure, with the retry's error when the
 // retry on a fresh connection failed too (nil when no retry was made).
 type staleError struct {
+	why          string
 	first, retry error
 }
 
 func (e *staleError) Error() string {
 	if e.retry == nil {
-		return fmt.Sprintf("%v: %v", ErrStaleConnection, e.first)
+		return fmt.Sprintf("%v: %s: %v", ErrStaleConnection, e.why, e.first)
 	}
-	return fmt.Sprintf("%v (%v); retried on a fresh connection: %v", ErrStaleConnection, e.first, e.retry)
+	return fmt.Sprintf("%v: %s (%v); retried on a fresh connection: %v", ErrStaleConnection, e.why, e.first, e.retry)
 }
 
 // Unwrap yields the retry's error when there was one (what classifies the
@@ -81,6 +116,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var pc atomic.Pointer[poolConn]
 	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
+			// Go may resend on another connection itself: the last one wins.
 			reused.Store(info.Reused)
 			if p := poolConnOf(info.Conn); p != nil {
 				p.acquired()
@@ -97,26 +133,46 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	if !reused.Load() || gotByte.Load() || req.Context().Err() != nil {
+	if gotByte.Load() && req.Context().Err() == nil {
+		if p := pc.Load(); p != nil && p.readEnded.Load() {
+			// The head began and the server closed: Go reads a line cut by
+			// the close as a whole one, and calls it malformed.
+			return nil, fmt.Errorf("%w: %w", errClosedInHead, err)
+		}
+	}
+	if gotByte.Load() || req.Context().Err() != nil {
 		return nil, err
 	}
-	if !t.retry || req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
-		return nil, &staleError{first: err}
+	var why string
+	p := pc.Load()
+	switch {
+	case errors.Is(err, errClosedBeforeSend) || p != nil && p.closedUnsent():
+		why = staleClosed
+	case reused.Load() && p != nil && !p.carried():
+		why = staleUnused
+	case reused.Load():
+		why = staleReused
+	default:
+		return nil, err // dialled for this request, which the server may have acted on
 	}
-	if n, ok := req.Context().Value(staleCounterKey{}).(*atomic.Int32); ok {
-		n.Add(1)
+	if !t.retry || req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
+		return nil, &staleError{why: why, first: err}
 	}
 	r2 := req.Clone(req.Context())
 	if req.GetBody != nil {
 		body, gerr := req.GetBody()
 		if gerr != nil {
-			return nil, &staleError{first: err}
+			return nil, &staleError{why: why, first: err}
 		}
 		r2.Body = body
 	}
+	// Counted once the resend is certain, whatever it then meets.
+	if n, ok := req.Context().Value(staleCounterKey{}).(*atomic.Int32); ok {
+		n.Add(1)
+	}
 	resp, rerr := t.fresh.RoundTrip(r2)
 	if rerr != nil {
-		return nil, &staleError{first: err, retry: rerr}
+		return nil, &staleError{why: why, first: err, retry: rerr}
 	}
 	return resp, nil
 }
@@ -128,7 +184,13 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // connection; at the end of its last response it is closed.
 type poolConn struct {
 	net.Conn
-	retired   atomic.Bool
+	retired atomic.Bool
+	// checkSend is set when a request takes the connection: its first
+	// write looks whether the server closed it meanwhile. readEnded is set
+	// once a read failed (the read loop saw the server's FIN or reset).
+	// unsent is set when that look refused the write.
+	checkSend, readEnded, unsent atomic.Bool
+
 	mu        sync.Mutex
 	responses int
 	timeout   time.Duration
@@ -138,13 +200,15 @@ type poolConn struct {
 // errRetired is what a retired connection's Write returns.
 var errRetired = errors.New("connection retired by the server's Keep-Alive hints")
 
-// hintDialer wraps every connection in a poolConn.
-func hintDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// hintDialer wraps every connection in a poolConn and sets dialed once one
+// was made.
+func hintDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), dialed *atomic.Bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
+		dialed.Store(true)
 		return &poolConn{Conn: c}, nil
 	}
 }
@@ -175,10 +239,42 @@ func (p *poolConn) Write(b []byte) (int, error) {
 	if p.retired.Load() {
 		return 0, errRetired
 	}
+	// One look (a getsockopt) per request, before its first byte: a close
+	// seen here makes the request one the server never received.
+	if p.checkSend.Swap(false) && (p.readEnded.Load() || peerClosed(p.Conn)) {
+		p.unsent.Store(true)
+		return 0, errClosedBeforeSend
+	}
 	return p.Conn.Write(b)
 }
 
+func (p *poolConn) Read(b []byte) (int, error) {
+	n, err := p.Conn.Read(b)
+	if err != nil {
+		p.readEnded.Store(true)
+	}
+	return n, err
+}
+
+// closedUnsent reports whether the server's close was seen before anything
+// of the request that took the connection was written: the first write
+// refused, or none made once the read loop saw the close. Go may report
+// either as the read loop's error (EOF, "server closed idle connection").
+func (p *poolConn) closedUnsent() bool {
+	return p.unsent.Load() || p.checkSend.Load() && p.readEnded.Load()
+}
+
+// carried reports whether a response came on the connection: Go counts
+// a connection it parked in the pool unused as reused.
+func (p *poolConn) carried() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.responses > 0
+}
+
 func (p *poolConn) acquired() {
+	p.unsent.Store(false)
+	p.checkSend.Store(true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.idle != nil {

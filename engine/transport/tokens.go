@@ -76,27 +76,28 @@ func (c *Client) CountTokens(ctx context.Context, model string, messages []measu
 
 // postJSON sends body to path and decodes a 2xx JSON answer into out.
 func (c *Client) postJSON(ctx context.Context, path string, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, c.auxTimeout())
+	d := c.wait(c.waits.aux)
+	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	b, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	req, err := c.newRequest(ctx, http.MethodPost, path, b)
+	req, err := c.newRequest(cctx, http.MethodPost, path, b)
 	if err != nil {
 		return err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return errors.New(c.redact(err.Error()))
+		return c.auxError(ctx, cctx, d, "POST "+path, err)
 	}
 	defer resp.Body.Close()
 	data, err := readCapped(resp, jsonBodyBytes)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
+		return c.auxError(ctx, cctx, d, "POST "+path, err)
 	}
 	if !ok2xx(resp.StatusCode) {
-		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, c.redact(Snippet(data, 200)))
+		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, c.excerpt(data, 200))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("POST %s: decode: %w", path, err)

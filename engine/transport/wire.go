@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/transport/sse"
+	"github.com/tollgate-dev/tollgate/internal/textsafe"
 )
 
 // Wire is one wire protocol's side of a request: the request it sends and
@@ -127,9 +128,15 @@ func (c *Client) readJSON(ctx context.Context, resp *http.Response, start time.T
 }
 
 // answerClass is the class of an answer the wire refused: truncated when
-// it ended early, else protocol.
+// it ended early (the protocol's end missing, or the stream cut inside a
+// line), else protocol; an error the server sent is protocol wherever it
+// came.
 func answerClass(err error) measure.ErrorClass {
-	if errors.Is(err, ErrTruncated) {
+	var se *StreamError
+	switch {
+	case errors.As(err, &se):
+		return measure.ClassProtocol
+	case errors.Is(err, ErrTruncated), errors.Is(err, sse.ErrCut):
 		return measure.ClassTruncated
 	}
 	return measure.ClassProtocol
@@ -148,7 +155,7 @@ func UnmarshalAnswer(data []byte, v any) error {
 	if derr := json.NewDecoder(bytes.NewReader(data)).Decode(new(json.RawMessage)); errors.Is(derr, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%w: the body ended after %d bytes inside its JSON (it ends %q)", ErrTruncated, len(data), tail(data, 40))
 	}
-	return fmt.Errorf("decode response %q: %w", Snippet(data, 200), err)
+	return fmt.Errorf("decode response %q: %w", Cut(data, 200), err)
 }
 
 // tail is the last n bytes of b (from a rune start), for a message.
@@ -164,16 +171,23 @@ func tail(b []byte, n int) string {
 }
 
 // Snippet is b cut to at most n bytes at a rune start, with "…" when cut,
-// to quote a server's answer in a message.
-func Snippet(b []byte, n int) string {
+// and with its control characters escaped (textsafe.Clean), to quote a
+// server's answer in a message. Inside %q, use Cut: %q escapes them itself.
+func Snippet(b []byte, n int) string { return textsafe.Clean(cut(b, n)) }
+
+// Cut is b cut to at most n bytes at a rune start, with "…" when cut,
+// for a %q verb.
+func Cut(b []byte, n int) string { return cut(b, n) }
+
+func cut[T ~string | ~[]byte](b T, n int) string {
 	if len(b) <= n {
 		return string(b)
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(b[cut]) {
-		cut--
+	c := n
+	for c > 0 && !utf8.RuneStart(b[c]) {
+		c--
 	}
-	return string(b[:cut]) + "…"
+	return string(b[:c]) + "…"
 }
 
 func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

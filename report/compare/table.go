@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/textsafe"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/textsafe"
 )
 
 // Table writes a comparison side by side, a row per metric:

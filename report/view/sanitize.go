@@ -3,8 +3,8 @@ package view
 import (
 	"reflect"
 
+	"github.com/tollgate-dev/tollgate/internal/textsafe"
 	"github.com/tollgate-dev/tollgate/report"
-	"github.com/tollgate-dev/tollgate/report/internal/textsafe"
 )
 
 // Clean makes text that came from a server (an error body, a model id,

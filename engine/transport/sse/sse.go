@@ -12,6 +12,7 @@ package sse
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -159,17 +160,27 @@ func (p *Parser) Feed(chunk []byte, at time.Duration, emit func(*Event) error) e
 // Flush ends the stream: a trailing line without a line ending is processed and
 // a pending event is dispatched. The spec discards such an event, but servers
 // that close right after "data: [DONE]" without a blank line exist, and the
-// end marker matters more than strictness here.
+// end marker matters more than strictness here. When the event of a trailing
+// line without its ending cannot be read, the stream was cut inside that
+// line: the error wraps ErrCut.
 func (p *Parser) Flush(at time.Duration, emit func(*Event) error) error {
-	if len(p.line) > 0 {
+	if n := len(p.line); n > 0 {
 		err := p.processLine(p.line, at, emit)
 		p.line = p.line[:0]
-		if err != nil {
-			return err
+		if err == nil {
+			err = p.dispatch(at, emit)
 		}
+		if err != nil {
+			return fmt.Errorf("%w (%d bytes after the last line ending): %w", ErrCut, n, err)
+		}
+		return nil
 	}
 	return p.dispatch(at, emit)
 }
+
+// ErrCut marks a stream that ended inside a line whose event could not be
+// read: the server closed after the data had started, mid-event.
+var ErrCut = errors.New("the stream ended inside a line")
 
 // lineEnd finds the first line ending in b: end is where the line stops and
 // next where the following line starts. next == len(b)+1 means b ends with a

@@ -1,6 +1,8 @@
 // Package textsafe is the one rule for showing text that came from a server
-// or a scenario: report/view applies it to every string of a report before
-// a writer lays it out, and report/compare (which view imports, so cannot
+// or a scenario: engine/transport applies it where server text enters a
+// message (body excerpts, error events, the HTTP client's errors that quote
+// a response line), report/view to every string of a report before a
+// writer lays it out, and report/compare (which view imports, so cannot
 // import view) to its comparison table.
 package textsafe
 
