@@ -15,6 +15,7 @@ import (
 // wrong, and a legitimate large count still validates; the binary's
 // whole path, so a regression fails within the timeout instead of hanging.
 func TestInputBoundsThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, src string) string { return writeIn(t, dir, name, src) }
 	million := write("million.yaml", "phases:\n  decode: {prompt_tokens: 16, max_tokens: 4, repeat: 1000000}\n")

@@ -10,6 +10,7 @@ import (
 // --csv on a load run writes a row per request of every point; with
 // report.samples off it is refused before anything is sent.
 func TestCSVLoadRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const load = `name: csv-load
 targets:

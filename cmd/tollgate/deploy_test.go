@@ -73,6 +73,7 @@ func envOf(t *testing.T, container any) map[string]any {
 // recipe puts the run's name in. TestKubernetesRecipe and TestKubernetesJobs
 // run what it says.
 func TestKubernetesManifests(t *testing.T) {
+	t.Parallel()
 	docs := yamlDocs(t, "../../deploy/kubernetes/shards.yaml")
 	byName := map[string]map[string]any{}
 	for _, d := range docs {

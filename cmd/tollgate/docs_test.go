@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,7 @@ const maxNotRun = 4
 // tollgate/ submodule, and no out/ folder. A user who follows the docs word
 // for word gets exit 0.
 func TestDocsBlocksRun(t *testing.T) {
+	t.Parallel()
 	blocks := docBlocks(t)
 	var shell, workflows, notRun []docBlock
 	for _, b := range blocks {
@@ -97,7 +99,6 @@ func TestDocsBlocksRun(t *testing.T) {
 	if len(shell) < 5 || len(workflows) < 3 {
 		t.Fatalf("found only %d shell blocks and %d workflows in the docs", len(shell), len(workflows))
 	}
-	sh := newRepoCopy(t)
 	// tollgate on PATH for the shell blocks is the built binary (the speed-
 	// judging examples run without the race detector, as elsewhere in these
 	// tests). The workflows get no such help: their own build step puts
@@ -110,9 +111,66 @@ func TestDocsBlocksRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(docEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// The shell blocks of one page run one after another in one scratch
+	// copy, as a reader runs them: a block may read what an earlier one
+	// wrote (ci.md's main.json is the out/serving.json of the block
+	// before). The pages, the workflows and the validated blocks run side
+	// by side, each in checkouts of its own and with its own server on a
+	// free port, but for the blocks that name 127.0.0.1:8000 (runShellBlocks).
+	var files []string
+	byFile := map[string][]docBlock{}
+	for _, b := range shell {
+		if byFile[b.file] == nil {
+			files = append(files, b.file)
+		}
+		byFile[b.file] = append(byFile[b.file], b)
+	}
+	for _, f := range files {
+		t.Run("sh "+f, func(t *testing.T) {
+			t.Parallel()
+			runShellBlocks(t, byFile[f], newRepoCopy(t), env)
+		})
+	}
+	var mu sync.Mutex
+	var jobsNotRun []string
+	for _, b := range workflows {
+		t.Run(b.String(), func(t *testing.T) {
+			t.Parallel()
+			jobs := runWorkflow(t, b)
+			mu.Lock()
+			defer mu.Unlock()
+			jobsNotRun = append(jobsNotRun, jobs...)
+		})
+	}
+	for _, b := range notRun {
+		t.Run(b.String()+" (validated)", func(t *testing.T) {
+			t.Parallel()
+			validateCommands(t, b)
+		})
+	}
+	// After every subtest, parallel ones included.
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("ran %d shell blocks and %d workflows; not run: %d blocks %v and %d jobs %v (their tollgate commands validated)",
+			len(shell), len(workflows), len(notRun), notRun, len(jobsNotRun), jobsNotRun)
+		if n := len(notRun) + len(jobsNotRun); n > maxNotRun {
+			t.Errorf("%d blocks and jobs are not run, at most %d may be: %v %v", n, maxNotRun, notRun, jobsNotRun)
+		}
+	})
+}
+
+// port8000 is held by a block that serves where the docs say a server is,
+// 127.0.0.1:8000, for as long as it runs: one page's at a time.
+var port8000 sync.Mutex
+
+// runShellBlocks runs a page's shell blocks in order in the scratch copy sh.
+func runShellBlocks(t *testing.T, shell []docBlock, sh string, env []string) {
 	for _, b := range shell {
 		t.Run(b.String(), func(t *testing.T) {
 			if strings.Contains(b.text, "127.0.0.1:8000") {
+				port8000.Lock()
+				defer port8000.Unlock()
 				stop := serveAt(t, env, sh, "127.0.0.1:8000", modelIn(b.text))
 				defer stop()
 			}
@@ -126,18 +184,6 @@ func TestDocsBlocksRun(t *testing.T) {
 			}
 			runScript(t, sh, env, []string{shellLangs[b.lang], "-c"}, script)
 		})
-	}
-	var jobsNotRun []string
-	for _, b := range workflows {
-		t.Run(b.String(), func(t *testing.T) { jobsNotRun = append(jobsNotRun, runWorkflow(t, b)...) })
-	}
-	for _, b := range notRun {
-		t.Run(b.String()+" (validated)", func(t *testing.T) { validateCommands(t, b) })
-	}
-	t.Logf("ran %d shell blocks and %d workflows; not run: %d blocks %v and %d jobs %v (their tollgate commands validated)",
-		len(shell), len(workflows), len(notRun), notRun, len(jobsNotRun), jobsNotRun)
-	if n := len(notRun) + len(jobsNotRun); n > maxNotRun {
-		t.Errorf("%d blocks and jobs are not run, at most %d may be: %v %v", n, maxNotRun, notRun, jobsNotRun)
 	}
 }
 
@@ -280,7 +326,8 @@ func runScript(t *testing.T, dir string, env, argv []string, script string) stri
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], prelude+script)...)
 	cmd.Dir = dir
-	cmd.Env = append(env, "TOLLGATE_TEST_BIN="+perfBin, "TOLLGATE_TEST_LOG="+log)
+	// A copy: env is shared by the pages' blocks, which run at once.
+	cmd.Env = append(slices.Clone(env), "TOLLGATE_TEST_BIN="+perfBin, "TOLLGATE_TEST_LOG="+log)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n--- script:\n%s\n--- output:\n%s", err, script, out)

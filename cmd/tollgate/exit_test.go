@@ -18,6 +18,7 @@ import (
 // codeOf finds an error's class through any wrapping: the class a command
 // gave it, else the one its sentinel always means.
 func TestCodeOf(t *testing.T) {
+	t.Parallel()
 	wrap := func(err error) error { return fmt.Errorf("tollgate: somewhere: %w", err) }
 	other := errors.New("something else")
 	for _, tc := range []struct {
@@ -69,6 +70,7 @@ func TestCodeOf(t *testing.T) {
 // exit prints an error once: each error of a list on its own line, named by
 // the command unless bare; a verdict with nothing to say prints nothing.
 func TestExitPrints(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		err  error

@@ -14,6 +14,7 @@ const regressionGate = `gates=[{name: no slower than the baseline, expr: "all(va
 // reported skipped in every output, the others are judged, and the exit
 // code is theirs. --require-baseline makes a missing baseline exit 2.
 func TestFirstNightWithoutBaseline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := func(name string) string { return filepath.Join(dir, name) }
 	outputs := []string{"--json-out", out("r.json"), "--junit", out("r.xml"), "--markdown", out("r.md"), "--html", out("r.html")}
@@ -77,6 +78,7 @@ func TestFirstNightWithoutBaseline(t *testing.T) {
 // A gate that reads baseline is checked when the scenario loads, with or
 // without a baseline: against the report's shape, which a baseline shares.
 func TestBaselineGatesAreCheckedWithoutBaseline(t *testing.T) {
+	t.Parallel()
 	typo := `gates=[{name: typo, expr: "runs[\"direct/cached\"].phases.decode.seam_latency_ms.p50 <= baseline.runs[\"direct/cached\"].phases.decode.seam_latency_ms.p9"}]`
 	for _, tc := range []struct {
 		name   string
@@ -102,6 +104,7 @@ func TestBaselineGatesAreCheckedWithoutBaseline(t *testing.T) {
 // tollgate judge re-evaluates the gates of a scenario, as they are now, on
 // a report saved earlier, and exits as run would have.
 func TestJudge(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	saved := filepath.Join(dir, "saved.json")
 	if r := tollgate(t, "run", example, "-q", "--json-out", saved); r.code != 0 {

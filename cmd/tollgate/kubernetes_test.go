@@ -234,6 +234,7 @@ func readString(t *testing.T, p string) string {
 // creates anything when no server is named; a run never reads an earlier
 // run's verdict.
 func TestKubernetesRecipe(t *testing.T) {
+	t.Parallel()
 	const server = "http://vllm.default.svc:8000"
 	for _, tc := range []struct {
 		name    string
@@ -422,6 +423,7 @@ func (c *k8sCluster) run(t *testing.T, pods []k8sPod) ([]int, []string) {
 // earlier run's reports on the volume, in its folder or where the recipe
 // once wrote them, are never judged for this run.
 func TestKubernetesJobs(t *testing.T) {
+	t.Parallel()
 	fast, slow := startServeWith(t, perfBin), startServeWith(t, perfBin, tooSlowServe...)
 	for _, tc := range []struct {
 		name   string

@@ -11,6 +11,7 @@ import (
 // measurement invalid: the report says where, and the run exits 3 even
 // though every gate passed; a bound the scenario raises accepts it.
 func TestDispatchLagInvalidatesTheRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "lag.yaml")
 	if err := os.WriteFile(file, []byte(`name: lag

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +33,7 @@ var bin, perfBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	setParallel()
 	dir, err := os.MkdirTemp("", "tollgate-bin-")
 	if err != nil {
 		panic(err)
@@ -78,6 +80,28 @@ func TestMain(m *testing.M) {
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// setParallel raises go test's default -parallel (GOMAXPROCS) to at least
+// minParallel unless -parallel was given. Nearly every test here execs the
+// CLI and then waits: on the simulator's clock (decode steps, arrival
+// schedules, capacity probes), on a server, on a signal. Those waits use
+// no CPU, so GOMAXPROCS (2 on a small CI runner) would leave the machine
+// idle most of the package's time while the tests queue for a slot. The
+// speed-judging examples and recipes run on perfBin, without the race
+// detector, and every gate they judge allows for a loaded machine.
+func setParallel() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); !given && f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < minParallel {
+			_ = f.Value.Set(strconv.Itoa(minParallel))
+		}
+	}
+}
+
+// minParallel is the -parallel setParallel gives: what the two-core CI
+// runner takes without a run's client falling behind its schedule.
+const minParallel = 8
 
 // buildArgs builds the CLI always with coverage, so exec'd runs count
 // towards cmd's coverage, and with the race detector when asked (when this
@@ -158,8 +182,14 @@ func tollgate(t *testing.T, args ...string) result {
 
 func runBin(t *testing.T, bin string, args ...string) result {
 	t.Helper()
+	return runCmd(t, bin, nil, args...)
+}
+
+// runCmd runs bin in the repository root with env (nil: this process's).
+func runCmd(t *testing.T, bin string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = "../.."
+	cmd.Dir, cmd.Env = "../..", env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -192,6 +222,7 @@ func readJSONReport(t *testing.T, path string) map[string]any {
 const example = "examples/route-session.yaml"
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -241,6 +272,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "missing file", args: []string{"run", "nope.yaml"}, code: ExitInvalid, noReport: true, stderr: "nope.yaml: cannot read scenario"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			out := filepath.Join(t.TempDir(), "report.json")
 			r := tollgate(t, append(tc.args, "--json-out", out)...)
 			if r.code != tc.code {
@@ -268,6 +300,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestUnwritableOutputFailsBeforeRunning(t *testing.T) {
+	t.Parallel()
 	// A missing folder is made (TestOutputParentsCreated); one below a file
 	// cannot be.
 	file := filepath.Join(t.TempDir(), "file")
@@ -281,6 +314,7 @@ func TestUnwritableOutputFailsBeforeRunning(t *testing.T) {
 }
 
 func TestQuiet(t *testing.T) {
+	t.Parallel()
 	r := tollgate(t, "run", example, "--quiet")
 	if r.code != 0 || r.stdout != "" {
 		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
@@ -288,6 +322,7 @@ func TestQuiet(t *testing.T) {
 }
 
 func TestReportContent(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report.json")
 	if r := tollgate(t, "run", example, "--json-out", out); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -312,6 +347,7 @@ func TestReportContent(t *testing.T) {
 
 // The summary is what people read; its format is kept stable by a golden file.
 func TestSummaryGolden(t *testing.T) {
+	t.Parallel()
 	r := tollgate(t, "run", example)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -332,6 +368,7 @@ func TestSummaryGolden(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	r := tollgate(t, "validate", example, "scenarios/testdata/good/three-nodes.yaml")
 	if r.code != 0 || !strings.Contains(r.stdout, "examples/route-session.yaml: ok — 4 runs (direct/cached, direct/stateless, relay/cached, relay/stateless), 2 phases, 9 gates") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -343,6 +380,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestSchemaCommand(t *testing.T) {
+	t.Parallel()
 	for _, which := range []string{"scenario", "report"} {
 		r := tollgate(t, "schema", which)
 		var v map[string]any
@@ -363,51 +401,119 @@ func TestSchemaCommand(t *testing.T) {
 
 // Every example runs end to end and passes its own gates.
 // timed are the examples whose gates judge throughput or latency under load.
-var timed = map[string]bool{"load-sweep.yaml": true, "serving.yaml": true, "quickstart.yaml": true,
+var timed = map[string]bool{"capacity.yaml": true, "load-sweep.yaml": true, "serving.yaml": true, "quickstart.yaml": true,
 	"agent.yaml": true, "chat-sessions.yaml": true, "trace-replay.yaml": true, "route-session-live.yaml": true,
 	"reasoning.yaml": true, "anthropic.yaml": true, "dataset.yaml": true, "sharded-load.yaml": true}
 
+// untimed are the examples whose gates judge no speed (seams, counts, error
+// classes): they run on the binary with the race detector. Every example
+// is one or the other, so a new one is put on the right binary.
+var untimed = map[string]bool{"route-session.yaml": true, "faults.yaml": true}
+
+// clockJudged are the examples with a gate on the client's own lateness
+// (trace-replay: the replay's queue_ms.p99 within 50 ms of the trace's
+// clock). They run in TestClockJudgingExamplesRun, not beside the parallel
+// tests, whose processes would be what that gate measures.
+var clockJudged = map[string]bool{"trace-replay.yaml": true}
+
 func TestExamplesRun(t *testing.T) {
-	files, err := filepath.Glob("../../examples/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatal("no examples")
-	}
-	for _, f := range files {
-		rel := strings.TrimPrefix(f, "../../")
+	t.Parallel()
+	for _, f := range examples(t) {
+		if name := filepath.Base(f); timed[name] == untimed[name] {
+			t.Errorf("%s: in neither or both of timed and untimed (main_test.go): does it judge speed?", name)
+		}
+		if clockJudged[filepath.Base(f)] {
+			continue
+		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "report.json")
-			b := bin
-			if timed[filepath.Base(f)] {
-				b = perfBin
-			}
-			r := runBin(t, b, "run", rel, "--json-out", out)
-			if r.code == ExitNotJudged && onlyLate(readJSONReport(t, out)) {
-				// A busy machine made the client send late: the run is
-				// invalid, rightly, and says what to do. Its gates must
-				// still all have passed.
-				rep := readJSONReport(t, out)
-				for _, g := range rep["gates"].([]any) {
-					if st := g.(map[string]any)["status"]; st != "pass" {
-						t.Errorf("gate %v: %v", g.(map[string]any)["name"], st)
-					}
-				}
-				if !strings.Contains(r.stderr, "max_dispatch_lag") {
-					t.Errorf("the late run does not say what to do:\n%s", r.stderr)
-				}
-				t.Logf("the client sent late on this machine, the measurement is invalid (exit 3): %s", r.stderr)
-				return
-			}
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			if rep := readJSONReport(t, out); rep["status"] != "pass" {
-				t.Errorf("status %v", rep["status"])
-			}
+			t.Parallel() // each its own report and embedded simulator
+			runExample(t, f)
 		})
 	}
 }
 
+// TestClockJudgingExamplesRun is not parallel: go test runs it while no
+// other test of this package runs (parallel tests wait for the sequential
+// ones).
+func TestClockJudgingExamplesRun(t *testing.T) {
+	n := 0
+	for _, f := range examples(t) {
+		if clockJudged[filepath.Base(f)] {
+			n++
+			t.Run(filepath.Base(f), func(t *testing.T) { runExample(t, f) })
+		}
+	}
+	if n != len(clockJudged) {
+		t.Errorf("%d of the clockJudged examples %v found", n, clockJudged)
+	}
+}
+
+func examples(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatal("no examples")
+	}
+	return files
+}
+
+// runExample runs an example end to end (on perfBin when it is timed): it
+// must exit 0 and its report pass.
+func runExample(t *testing.T, f string) {
+	t.Helper()
+	rel := strings.TrimPrefix(f, "../../")
+	out := filepath.Join(t.TempDir(), "report.json")
+	b := bin
+	if timed[filepath.Base(f)] {
+		b = perfBin
+	}
+	r := runBin(t, b, "run", rel, "--json-out", out)
+	// A run the tool itself declares unmeasured because its client woke
+	// late for its sends (exit 3, invalid: dispatch_lag, the client's CPU
+	// taken by a loaded machine) says nothing about the example: it is run
+	// again, up to lagTries in all. Any other outcome is the verdict.
+	for try := 1; try < lagTries && r.code == ExitNotJudged && onlyDispatchLag(t, out); try++ {
+		t.Logf("try %d: the client was late for its schedule (invalid: dispatch_lag); running it again\n%s", try, r.stderr)
+		r = runBin(t, b, "run", rel, "--json-out", out)
+	}
+	if r.code == ExitNotJudged && onlyDispatchLag(t, out) {
+		// Late on every try: the run is invalid, rightly, and says what
+		// to do; its gates must still all have passed.
+		for _, g := range readJSONReport(t, out)["gates"].([]any) {
+			if st := g.(map[string]any)["status"]; st != "pass" {
+				t.Errorf("gate %v: %v", g.(map[string]any)["name"], st)
+			}
+		}
+		if !strings.Contains(r.stderr, "max_dispatch_lag") {
+			t.Errorf("the late run does not say what to do:\n%s", r.stderr)
+		}
+		t.Logf("the client sent late on every try on this machine: the measurement is invalid (exit 3), as it must be")
+		return
+	}
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if rep := readJSONReport(t, out); rep["status"] != "pass" {
+		t.Errorf("status %v", rep["status"])
+	}
+}
+
+// lagTries is how often TestExamplesRun runs an example whose measurement
+// its client's lateness made invalid.
+const lagTries = 3
+
+// onlyDispatchLag reports whether the report at path is invalid for the
+// client's dispatch lag and for nothing else.
+func onlyDispatchLag(t *testing.T, path string) bool {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		return false
+	}
+	return onlyLate(readJSONReport(t, path))
+}
+
 func TestUnreachableServerExits3(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report.json")
 	r := tollgate(t, "run", "examples/serving.yaml", "--json-out", out,
 		"--set", "vars.base_url=http://127.0.0.1:1", "--set", "targets.server.ready_timeout=300ms")
@@ -424,6 +530,7 @@ func TestUnreachableServerExits3(t *testing.T) {
 // tollgate serve runs the simulator alone; a scenario then measures it as a
 // live openai target in another process.
 func TestServeThenRunAgainstIt(t *testing.T) {
+	t.Parallel()
 	// Speed is judged in benchmarks, not here: the example's timing gates
 	// are off (--no-gate), and what is checked is that every request of
 	// every phase succeeded against the separate server process.
@@ -473,6 +580,7 @@ func TestServeThenRunAgainstIt(t *testing.T) {
 }
 
 func TestCIOutputsAndGitHub(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	summary := filepath.Join(dir, "step-summary.md")
 	if err := os.WriteFile(summary, []byte("previous step\n"), 0o644); err != nil {
@@ -512,6 +620,7 @@ func TestCIOutputsAndGitHub(t *testing.T) {
 }
 
 func TestBaselineGates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.json")
 	if r := tollgate(t, "run", example, "-q", "--json-out", base); r.code != 0 {
@@ -546,6 +655,7 @@ func TestBaselineGates(t *testing.T) {
 }
 
 func TestCompareAndReportCommands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
 	tollgate(t, "run", example, "-q", "--json-out", a)
@@ -563,6 +673,7 @@ func TestCompareAndReportCommands(t *testing.T) {
 }
 
 func TestValidatePrint(t *testing.T) {
+	t.Parallel()
 	r := tollgate(t, "validate", "--print", "--profile", "ci", "scenarios/testdata/include/team.yaml")
 	if r.code != 0 || !strings.Contains(r.stdout, "transport: relay") || strings.Contains(r.stdout, "profiles:") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -572,6 +683,7 @@ func TestValidatePrint(t *testing.T) {
 // SIGINT stops sending, lets requests in flight finish, writes the partial
 // report marked incomplete, and exits 130.
 func TestInterruptWritesPartialReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "report.json")
 	junit := filepath.Join(dir, "junit.xml")
@@ -613,6 +725,7 @@ func TestInterruptWritesPartialReport(t *testing.T) {
 // output: summary, errors, report, HTML, JUnit, Markdown, CSV, samples,
 // validate --print.
 func TestSecretNeverLeaks(t *testing.T) {
+	t.Parallel()
 	const key, tenant = "sk-tollgate-test-0123456789abcdef", "tenant-secret-9876"
 	const cookie, token = "cookie-secret-5150", "var-token-secret-2718"
 	dir := t.TempDir()
@@ -678,6 +791,7 @@ gates:
 // Gates that cannot work are load errors with the position inside the
 // expression: every file in testdata/bad-gates says where with "# want:".
 func TestBadGatesCorpus(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("testdata/bad-gates/*.yaml")
 	if len(files) == 0 {
 		t.Fatal("no corpus")
@@ -702,6 +816,7 @@ func TestBadGatesCorpus(t *testing.T) {
 }
 
 func TestProgressLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	p := &progressLine{w: &b, color: false}
 	ttft := 41.25
@@ -725,6 +840,7 @@ func TestProgressLine(t *testing.T) {
 // finish and exits 130. The step summary is a FIFO that nobody reads until
 // the signal was sent, so the run is held in writing its outputs.
 func TestInterruptWhileWritingOutputs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "summary")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {

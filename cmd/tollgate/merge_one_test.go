@@ -19,6 +19,7 @@ var loadLikeExamples = []string{
 // per-shard figures, the shards list) and the warnings, which a merge
 // prefixes with their shard, differ.
 func TestMergeOfOneShardIsTheShard(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs every load-like example")
 	}

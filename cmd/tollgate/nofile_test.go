@@ -15,6 +15,7 @@ import (
 // raises the soft limit to the hard one at start, so tollgate need not; this
 // guards that, and that the report's check reads the raised limit.
 func TestRunRaisesTheOpenFileLimit(t *testing.T) {
+	t.Parallel()
 	hard, err := exec.Command("sh", "-c", "ulimit -Hn").Output()
 	if err != nil {
 		t.Skip(err)

@@ -17,6 +17,7 @@ import (
 // against a Holm bound of 0.0014: inconclusive), while 3× stays beyond
 // noise. Too few samples is inconclusive whatever the load.
 func TestNoRegressionGate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const scenario = "bench/compare-noise/scenario.yaml"
 	gate := []string{"--set", `gates=[{name: ttft, expr: 'no_regression("ttft_ms.p50:+10%")'}]`}

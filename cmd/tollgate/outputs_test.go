@@ -23,6 +23,7 @@ import (
 // Output paths that would clobber an input or each other, or that name no
 // file, are refused before anything is sent.
 func TestOutputPathsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "s.yaml")
 	copyFile(t, "../../examples/quickstart.yaml", scenario)
@@ -76,6 +77,7 @@ func TestOutputPathsRefused(t *testing.T) {
 
 // "-" streams a format to stdout alone; the summary moves to stderr.
 func TestOutputToStdout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, flag string
 		valid      func(string) bool
@@ -104,6 +106,7 @@ func TestOutputToStdout(t *testing.T) {
 // An output that cannot be written makes the exit code non-zero and is
 // named: a full disk, and a directory removed while the run goes.
 func TestOutputWriteFailures(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// args are given the output directory, which exists when the run
@@ -173,6 +176,7 @@ func TestOutputWriteFailures(t *testing.T) {
 // The run is held in writing its outputs (the step summary is a FIFO no
 // one reads) until the second interrupt comes.
 func TestSamplesOutStreams(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "s.jsonl")
 	fifo := filepath.Join(dir, "summary")
@@ -217,6 +221,7 @@ func TestSamplesOutStreams(t *testing.T) {
 // client refuses out-of-range values where they enter; this is the guard
 // behind that check, so it is driven with an invalid report directly.)
 func TestInvalidReportKeptBeside(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.json")
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
@@ -254,6 +259,7 @@ func TestInvalidReportKeptBeside(t *testing.T) {
 // cached_tokens makes that request a protocol error; the report is valid
 // and written, and the run exits 3 (the phase's error budget is spent).
 func TestOutOfRangeServerValueKeepsTheReport(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/models":
@@ -295,6 +301,7 @@ phases:
 // Every output path gets its missing parent directories, as a CI job's
 // fresh checkout has no out/ folder; tollgate report's too.
 func TestOutputParentsCreated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := func(rel string) string { return filepath.Join(dir, "out", rel) }
 	args := []string{"run", example, "-q",
@@ -321,6 +328,7 @@ func TestOutputParentsCreated(t *testing.T) {
 // anything is sent, and the directories made for the other outputs are
 // removed again.
 func TestOutputParentsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// path is the refused output's path under the scratch dir.

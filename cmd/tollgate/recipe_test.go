@@ -21,6 +21,7 @@ var slowerServe = []string{"--ttft-base", "5.5ms", "--prefill-tokens-per-s", "45
 // is a defect: with the ci profile's earlier 2 samples per slice every
 // slice was "cannot tell" and this exited 0.
 func TestDocsPRRecipeFailsOnASlowerServer(t *testing.T) {
+	t.Parallel()
 	var wf ghWorkflow
 	for _, b := range docBlocks(t) {
 		if b.file == "ci.md" && ciKind(b.text) == "github" && strings.Contains(b.text, "tollgate compare ") {

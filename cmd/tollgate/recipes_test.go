@@ -494,6 +494,7 @@ func (r *ghFlowRun) stepOutput(job, what string) string {
 // scenario's gates and 1 against one too slow for them; with no server
 // named the plan job fails and nothing else runs.
 func TestGitHubMatrixWorkflow(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../deploy/github/sharded-load.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -565,6 +566,7 @@ func TestGitHubMatrixWorkflow(t *testing.T) {
 // meets the gate, 1 against one too slow for it, and writes its reports
 // either way.
 func TestCIRecipesGateOnTheServer(t *testing.T) {
+	t.Parallel()
 	fast, slow := startServeWith(t, perfBin), startServeWith(t, perfBin, tooSlowServe...)
 	standIn := func(dir string) {
 		if err := os.WriteFile(filepath.Join(dir, "perf", "load-sweep.yaml"), []byte(nightlyStandIn), 0o644); err != nil {
@@ -726,6 +728,7 @@ func ciRecipeSteps(t *testing.T, server string) []ciRecipeStep {
 // would have measured the runner and passed). Only the pull-request
 // workflow, which runs the simulator on purpose, names no server.
 func TestCIRecipesNeedTheServer(t *testing.T) {
+	t.Parallel()
 	for _, s := range ciRecipeSteps(t, "") {
 		t.Run(s.name, func(t *testing.T) {
 			file, _, _ := strings.Cut(s.name, " ")

@@ -11,6 +11,7 @@ import (
 // last run and summarises every figure across the N, and gates read the
 // summary; validate checks such gates with the same flag.
 func TestRepeatRuns(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "r.yaml")
 	src := `name: repeat

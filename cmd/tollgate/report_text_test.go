@@ -10,6 +10,7 @@ import (
 // refused (exit 2, the JSON pointer named) before any output, and names
 // and messages edited to carry Markdown come out as text in --markdown.
 func TestReportOfAnEditedFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	saved := filepath.Join(dir, "saved.json")
 	if r := tollgate(t, "run", example, "-q", "--json-out", saved); r.code != 0 {

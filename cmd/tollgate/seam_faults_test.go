@@ -10,6 +10,7 @@ import (
 // a seam that leaks a connection must fail it, through the real run, report
 // and gate evaluation, and fail nothing else.
 func TestLeakedConnectionFailsCleanShutdown(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "report.json")
 	r := tollgate(t, "run", example, "--set", "targets.route.faults={leak_connections: 1}", "--json-out", out)
 	if r.code != ExitGateFailed {

@@ -51,6 +51,7 @@ func hostileServer(status int) http.HandlerFunc {
 // certificate is not trusted, one that redirects to another origin (which
 // must receive no credential), and the embedded simulator.
 func TestPlantedSecretsLeakNowhere(t *testing.T) {
+	t.Parallel()
 	unauthorized := httptest.NewServer(hostileServer(http.StatusUnauthorized))
 	defer unauthorized.Close()
 	unauthorizedRequests := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

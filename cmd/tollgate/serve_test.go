@@ -96,6 +96,7 @@ func streamChat(t *testing.T, url, id string) {
 // clean stop flushes every line; a killed server leaves only whole lines,
 // up to its last timed flush.
 func TestServeRequestLog(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		sig       os.Signal
@@ -153,6 +154,7 @@ func TestServeRequestLog(t *testing.T) {
 
 // A 0 given on the command line means none, not the default.
 func TestServeFlagZeroMeansNone(t *testing.T) {
+	t.Parallel()
 	fs, get := serveFlags(io.Discard)
 	if err := fs.Parse([]string{"--decode-step-per-seq", "0"}); err != nil {
 		t.Fatal(err)
@@ -194,6 +196,7 @@ func TestServeDecodeStepZeroAndNegative(t *testing.T) {
 // An --addr no machine could listen on is an invalid invocation (2); a
 // well-formed one that cannot be bound here is a failed run (3).
 func TestServeAddr(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +240,7 @@ func TestServeIdleTimeoutMustBePositive(t *testing.T) {
 }
 
 func TestCheckAddrAccepts(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"127.0.0.1:0", ":8000", "localhost:8000", "[::1]:8000", "[fe80::1%lo]:0", "my-host.example.:65535"} {
 		if err := checkAddr(addr); err != nil {
 			t.Errorf("%s: %v", addr, err)

@@ -124,6 +124,7 @@ func (r *liveRun) wait() int {
 // with a step summary (a FIFO) that the test reads only after the last
 // signal: tollgate is still there to write it, or a SIGTERM quit it.
 func TestOneSIGTERMWritesTheReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scenario := writeIn(t, dir, "hold.yaml", holdScenario)
 	group := func(pid int) error { return syscall.Kill(-pid, syscall.SIGTERM) }
@@ -209,6 +210,7 @@ func releaseFIFO(fifo string) {
 // A SIGINT within a second of the first interrupt is that interrupt
 // delivered again; one after quits at once; a SIGTERM never does.
 func TestQuitsAtOnce(t *testing.T) {
+	t.Parallel()
 	first := time.Unix(1000, 0)
 	for _, tc := range []struct {
 		name  string
@@ -234,6 +236,7 @@ func TestQuitsAtOnce(t *testing.T) {
 // once: without it the run below would never end, its outputs held on a
 // step summary (a FIFO) that nobody reads.
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "summary")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {

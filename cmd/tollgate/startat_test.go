@@ -9,6 +9,7 @@ import (
 // A --start-at is accepted from maxStartBehind before now to maxStartAhead
 // after it, the bounds themselves included; outside, errStartAt.
 func TestStartAtWindow(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name string

@@ -14,6 +14,7 @@ import (
 // sizes a request is here: synthetic prompts, a prompt with its suffix,
 // fixed text, and chat messages with their roles.
 func TestContextWindowEdgeRuns(t *testing.T) {
+	t.Parallel()
 	const fits = `targets:
   sim: {kind: embedded, sim: {max_model_len: 300}}
 phases:

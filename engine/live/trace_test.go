@@ -128,18 +128,79 @@ func TestTracePromptBlocks(t *testing.T) {
 }
 
 // Memory of a replay does not grow with the trace: the schedule holds only
-// requests between the dispatcher and their jobs (and the hash ids seen).
-// 100,000 Mooncake requests stream through the schedule; the peak heap is
-// reported and held far below the file's size × the prompts' size.
+// requests between the dispatcher and their jobs (and the hash ids seen,
+// up to their bound). Bounded by bytes, not time: over a 4,000-request
+// trace the live heap after a GC may grow, between a quarter of the way
+// and the end, by at most 256 bytes a request, where holding each request
+// built (a prompt of 64 to 512 words, and its body) would be several KB.
+// BenchmarkTraceReplaySchedule streams a long trace and reports its peak.
 func TestTraceReplayMemoryIsBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a 100k-request trace")
+	const n, block = 4000, 64
+	sched, done := traceScheduleOf(t, n, block)
+	defer done()
+	var quarter uint64
+	for i := 0; i < n; i++ {
+		if i == n/4 {
+			quarter = liveHeap()
+		}
+		sched.Offset(i)
+		if _, ok := sched.take(i); !ok {
+			t.Fatalf("request %d not built", i)
+		}
 	}
-	const n = 100_000
-	path := writeMooncake(t, t.TempDir(), n, time.Millisecond, 512)
-	st, _ := os.Stat(path)
+	end := liveHeap()
+	if sched.err != nil {
+		t.Fatal(sched.err)
+	}
+	grown := int64(end) - int64(quarter)
+	perRequest := float64(grown) / float64(n-n/4)
+	t.Logf("live heap %d KB at request %d, %d KB at %d: %.0f bytes a request", quarter>>10, n/4, end>>10, n, perRequest)
+	if perRequest > 256 {
+		t.Errorf("the live heap grew %.0f bytes a request over the replay (%d KB): the schedule keeps what it handed out", perRequest, grown>>10)
+	}
+	runtime.KeepAlive(sched)
+}
+
+// BenchmarkTraceReplaySchedule streams b.N requests of a Mooncake trace
+// (prompts up to 8 × 512 tokens) through the schedule, each built and
+// taken as a replay would: allocations a request, and the peak of the Go
+// heap in use while replaying (sampled every 10,000 requests), which does
+// not grow with b.N (e.g. -benchtime 100000x).
+func BenchmarkTraceReplaySchedule(b *testing.B) {
+	sched, done := traceScheduleOf(b, b.N, 512)
+	defer done()
+	runtime.GC()
+	var m runtime.MemStats
+	peak := uint64(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sched.Offset(i)
+		if _, ok := sched.take(i); !ok {
+			b.Fatalf("request %d not built", i)
+		}
+		if i%10_000 == 0 {
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+		}
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&m)
+	peak = max(peak, m.HeapInuse)
+	if sched.err != nil {
+		b.Fatal(sched.err)
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// traceScheduleOf is the schedule of a replay of an n-request Mooncake
+// trace (writeMooncake, blocks of block tokens), building each request as
+// the runner does; done closes the trace.
+func traceScheduleOf(t testing.TB, n, block int) (*traceSchedule, func()) {
+	t.Helper()
+	path := writeMooncake(t, t.TempDir(), n, time.Millisecond, block)
 	p := &scenarios.Phase{Name: "replay", Kind: scenarios.PhaseTrace}
-	p.Trace = scenarios.TraceSpec{File: path, Format: workload.FormatMooncake, BlockTokens: 512}
+	p.Trace = scenarios.TraceSpec{File: path, Format: workload.FormatMooncake, BlockTokens: block}
 	s, err := workload.Summarize(path, workload.FormatMooncake, 0, 0, 0)
 	if err != nil || s.Requests != n {
 		t.Fatalf("summary %+v %v", s, err)
@@ -149,36 +210,20 @@ func TestTraceReplayMemoryIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.Close()
 	r := &runner{cfg: &scenarios.OpenAITarget{Stream: new(bool)}}
 	sched := &traceSchedule{r: tr, p: p, info: p.TraceInfo, stop: func() {}, ready: map[int]tracedRequest{}, seen: map[int64]struct{}{},
 		build: func(i int, e workload.Entry) measure.Request {
-			return r.request(tracePrompt(1, i, e, 512), nil, e.OutputTokens)
+			return r.request(tracePrompt(1, i, e, block), nil, e.OutputTokens)
 		}}
+	return sched, func() { _ = tr.Close() }
+}
+
+// liveHeap is the Go heap's live bytes, just after a collection.
+func liveHeap() uint64 {
 	runtime.GC()
-	var before, m runtime.MemStats
-	runtime.ReadMemStats(&before)
-	peak := uint64(0)
-	for i := 0; i < n; i++ {
-		sched.Offset(i)
-		if _, ok := sched.take(i); !ok {
-			t.Fatalf("request %d not built", i)
-		}
-		if i%10_000 == 0 {
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapInuse)
-		}
-	}
+	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	peak = max(peak, m.HeapInuse)
-	if sched.err != nil {
-		t.Fatal(sched.err)
-	}
-	t.Logf("100k-request trace (%d MB file, prompts up to 4096 tokens): heap in use %.1f MB before, peak %.1f MB while replaying (Go heap, sampled every 10k requests)",
-		st.Size()>>20, float64(before.HeapInuse)/(1<<20), float64(peak)/(1<<20))
-	if peak > 256<<20 {
-		t.Errorf("peak heap %d MB for a streamed trace", peak>>20)
-	}
+	return m.HeapAlloc
 }
 
 // TestTraceReplayAccuracy measures how closely a replay keeps the trace's
