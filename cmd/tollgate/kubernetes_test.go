@@ -457,6 +457,15 @@ func TestKubernetesJobs(t *testing.T) {
 			for _, key := range []string{"scenario.yaml", "base_url", "start_at"} {
 				cm[key] = k.file(t, filepath.Join("configmaps", k.run, key))
 			}
+			// What is tested is the recipe's plumbing (which exit code
+			// reaches the caller), not the client's punctuality: four
+			// shards beside the parallel tests sent 291–337 ms late, past
+			// the example's 250 ms, and the judge then said 3, rightly.
+			// The example's own bound is judged in TestExamplesRun.
+			if !strings.Contains(cm["scenario.yaml"], "max_dispatch_lag: 250ms") {
+				t.Fatal("examples/sharded-load.yaml no longer sets max_dispatch_lag: 250ms; update this test")
+			}
+			cm["scenario.yaml"] = strings.Replace(cm["scenario.yaml"], "max_dispatch_lag: 250ms", "max_dispatch_lag: 5s", 1)
 			// The pods are scheduled at once here, not in two minutes:
 			// a start 7 to 8 s ahead (whole seconds, as the recipe writes it).
 			cm["start_at"] = time.Now().Add(8 * time.Second).UTC().Format(time.RFC3339)
