@@ -371,7 +371,7 @@ var timed = map[string]bool{"load-sweep.yaml": true, "serving.yaml": true, "quic
 // a sim profile, and sharded-load's absolute p99 TTFT gate, which a busy
 // machine misses, reported but not judged (examples/*.yaml headers).
 var exampleArgs = map[string][]string{
-	"anthropic.yaml": {"--profile", "sim"}, "reasoning.yaml": {"--profile", "sim"}, "faults.yaml": {"--profile", "sim"},
+	"anthropic.yaml": {"--profile", "sim"}, "reasoning.yaml": {"--profile", "sim"}, "faults.yaml": {"--profile", "sim"}, "route-session-live.yaml": {"--profile", "sim"},
 	"sharded-load.yaml": {"--set", "gates.2.optional=true"},
 }
 
