@@ -607,7 +607,8 @@ func TestCIOutputsAndGitHub(t *testing.T) {
 		t.Fatalf("exit %v, want 1", err)
 	}
 	// The annotation points at the gate's own line (examples/route-session.yaml:59).
-	if !strings.Contains(string(out), "::error file=examples/route-session.yaml,line=59,title=cached decode p50 latency beats stateless::") {
+	if !strings.Contains(string(out), fmt.Sprintf("::error file=examples/route-session.yaml,line=%d,title=cached decode p50 latency beats stateless::",
+		lineOf(t, "examples/route-session.yaml", "  - name: cached decode p50 latency beats stateless"))) {
 		t.Errorf("no annotation for the failed gate in:\n%s", out)
 	}
 	for name, want := range map[string]string{
@@ -883,4 +884,22 @@ func TestInterruptWhileWritingOutputs(t *testing.T) {
 		t.Errorf("the step summary was not finished:\n%s", md)
 	}
 	readJSONReport(t, out)
+}
+
+// lineOf is the 1-based line of the first line of the repository's file
+// that starts with prefix, so a test names a place in an example without
+// pinning a number that its next edit moves.
+func lineOf(t *testing.T, file, prefix string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("../..", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no line starting %q", file, prefix)
+	return 0
 }
