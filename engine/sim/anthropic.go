@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // The Anthropic Messages API: POST /v1/messages, streamed or not, with the
@@ -68,18 +67,7 @@ func (g *generation) anthropicUsage(output int) anthropicUsage {
 const stopMaxTokens = "max_tokens"
 
 func (s *Server) respondMessages(ctx context.Context, w http.ResponseWriter, g *generation) error {
-	var text, thinking strings.Builder
-	n := 0
-	err := s.run(ctx, g, false, func(toks []*outTok) error {
-		for _, t := range toks {
-			if n++; n <= g.reasoning {
-				thinking.WriteString(t.text)
-				continue
-			}
-			text.WriteString(t.text)
-		}
-		return nil
-	})
+	text, thinking, err := s.collect(ctx, g)
 	if err != nil {
 		if errors.Is(err, errClosed) {
 			writeAnthropicError(w, &httpError{status: http.StatusServiceUnavailable, api: apiError{Type: "overloaded_error", Message: "server is shutting down"}})

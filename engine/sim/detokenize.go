@@ -115,12 +115,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		Model  string `json:"model"`
 		Tokens *[]int `json:"tokens"`
 	}
-	if e := decodeBody(w, r, &req); e != nil {
-		writeHTTPError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeHTTPError(w, e)
+	if !s.decodeFor(w, r, &req, &req.Model) {
 		return
 	}
 	if req.Tokens == nil {

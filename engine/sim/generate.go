@@ -380,18 +380,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, g *generati
 	if g.calls != nil {
 		return s.respondToolCalls(ctx, w, g)
 	}
-	var text, reasoning strings.Builder
-	n := 0
-	err := s.run(ctx, g, false, func(toks []*outTok) error {
-		for _, t := range toks {
-			if n++; n <= g.reasoning {
-				reasoning.WriteString(t.text)
-				continue
-			}
-			text.WriteString(t.text)
-		}
-		return nil
-	})
+	text, reasoning, err := s.collect(ctx, g)
 	if err != nil {
 		if errors.Is(err, errClosed) {
 			writeError(w, http.StatusServiceUnavailable, "server_error", "server is shutting down")
@@ -650,14 +639,10 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, g *generatio
 	if includeUsage && fk == fkMissingUsage {
 		s.faults.count(fk)
 	} else if includeUsage {
-		u, err := json.Marshal(g.usage())
-		if err != nil {
-			return fmt.Errorf("encode usage: %w", err)
+		var err error
+		if buf, err = appendUsageChunk(buf, head, g); err != nil {
+			return err
 		}
-		buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
-		buf = append(buf, `"choices":[],"usage":`...)
-		buf = append(buf, u...)
-		buf = append(buf, "}\n\n"...)
 	}
 	if fk == fkMissingDone {
 		s.faults.count(fk)
@@ -690,4 +675,36 @@ func (s *Server) writeHugeLine(ctx context.Context, w http.ResponseWriter, rc *h
 		left -= n
 	}
 	return s.writeOut(ctx, w, rc, []byte(tokClose), 0)
+}
+
+// appendUsageChunk appends the stream's usage-only chunk (stream_options
+// include_usage): the chunk head with no choices, then the usage. head is
+// the chunk prefix up to and including `"choices":[`.
+func appendUsageChunk[H string | []byte](buf []byte, head H, g *generation) ([]byte, error) {
+	u, err := json.Marshal(g.usage())
+	if err != nil {
+		return buf, fmt.Errorf("encode usage: %w", err)
+	}
+	buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
+	buf = append(buf, `"choices":[],"usage":`...)
+	buf = append(buf, u...)
+	return append(buf, "}\n\n"...), nil
+}
+
+// collect runs a non-streamed generation to its end and returns its answer
+// text and, apart, its first g.reasoning tokens (the reasoning).
+func (s *Server) collect(ctx context.Context, g *generation) (text, reasoning *strings.Builder, err error) {
+	text, reasoning = &strings.Builder{}, &strings.Builder{}
+	n := 0
+	err = s.run(ctx, g, false, func(toks []*outTok) error {
+		for _, t := range toks {
+			if n++; n <= g.reasoning {
+				reasoning.WriteString(t.text)
+				continue
+			}
+			text.WriteString(t.text)
+		}
+		return nil
+	})
+	return text, reasoning, err
 }

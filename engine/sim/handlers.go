@@ -60,6 +60,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// decodeFor decodes a request body into req and checks the model it names
+// (*model, a field of req); on failure it has written the error answer and
+// returns false.
+func (s *Server) decodeFor(w http.ResponseWriter, r *http.Request, req any, model *string) bool {
+	e := decodeBody(w, r, req)
+	if e == nil {
+		e = s.checkModel(*model)
+	}
+	if e != nil {
+		writeHTTPError(w, e)
+		return false
+	}
+	return true
+}
+
 // decodeBody reads a JSON request body into v, mapping failures to 400/413.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) *httpError {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
@@ -221,12 +236,7 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		System   json.RawMessage `json:"system"`
 		Messages []wireMessage   `json:"messages"`
 	}
-	if e := decodeBody(w, r, &req); e != nil {
-		writeHTTPError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeHTTPError(w, e)
+	if !s.decodeFor(w, r, &req, &req.Model) {
 		return
 	}
 	msgs, e := parseMessages(req.System, req.Messages)
@@ -246,12 +256,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		Messages            []wireMessage   `json:"messages"`
 		AddGenerationPrompt *bool           `json:"add_generation_prompt"`
 	}
-	if e := decodeBody(w, r, &req); e != nil {
-		writeHTTPError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeHTTPError(w, e)
+	if !s.decodeFor(w, r, &req, &req.Model) {
 		return
 	}
 	var ids []int

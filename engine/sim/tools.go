@@ -192,14 +192,9 @@ func (s *Server) streamToolCalls(ctx context.Context, w http.ResponseWriter, g *
 	buf = append(buf[:0], head...)
 	buf = append(buf, `{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]}`+"\n\n"...)
 	if includeUsage {
-		u, err := json.Marshal(g.usage())
-		if err != nil {
-			return fmt.Errorf("encode usage: %w", err)
+		if buf, err = appendUsageChunk(buf, head, g); err != nil {
+			return err
 		}
-		buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
-		buf = append(buf, `"choices":[],"usage":`...)
-		buf = append(buf, u...)
-		buf = append(buf, "}\n\n"...)
 	}
 	buf = append(buf, "data: [DONE]\n\n"...)
 	return s.writeOut(ctx, w, rc, buf, 0)
