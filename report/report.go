@@ -397,6 +397,14 @@ type ServingMetrics struct {
 	// ArrivalClock is how arrival times were taken: kernel (SO_TIMESTAMPNS
 	// receive times), read (when the read returned), or mixed.
 	ArrivalClock string `json:"arrival_clock,omitempty"`
+	// CoalescedEvents sums the successful requests' coalesced_events:
+	// token events that came in one read with the token event before them,
+	// timed at the read's arrival (the resolution of itl_ms); absent when
+	// none did. TTFTCoalesced counts the successful requests whose first
+	// token came in one read with the next (ttft_coalesced): their ttft_ms
+	// is an upper bound.
+	CoalescedEvents int `json:"coalesced_events,omitempty"`
+	TTFTCoalesced   int `json:"ttft_coalesced,omitempty"`
 	// Warnings are findings that do not fail the run but change how to read it.
 	Warnings []string `json:"warnings"`
 	// TTFOMS is request start → first answer-content token (after any
@@ -494,9 +502,16 @@ type RequestMetrics struct {
 	// sse_events (engine/measure's Source constants).
 	TokenCountSource string `json:"token_count_source,omitempty"`
 	SSETokenEvents   int    `json:"sse_token_events"`
-	FinishReason     string `json:"finish_reason,omitempty"`
-	DoneSeen         bool   `json:"done_seen"`
-	UsageSeen        bool   `json:"usage_seen"`
+	// CoalescedEvents are the token events that arrived in the same read
+	// as the token event before them (engine/measure's Timeline.Coalesced):
+	// their own arrival is the read's, their ITL gap 0. TTFTCoalesced
+	// says the first token event's read held the next one too: ttft_ms is
+	// then the read's time, an upper bound.
+	CoalescedEvents int    `json:"coalesced_events,omitempty"`
+	TTFTCoalesced   bool   `json:"ttft_coalesced,omitempty"`
+	FinishReason    string `json:"finish_reason,omitempty"`
+	DoneSeen        bool   `json:"done_seen"`
+	UsageSeen       bool   `json:"usage_seen"`
 	// ArrivalClock says how arrival times were taken: kernel
 	// (SO_TIMESTAMPNS receive times) or read (when the read returned);
 	// empty when no streamed byte was timed.

@@ -260,17 +260,31 @@ func cpuPerEvent(e *env) error {
 // server's own record of the same request (tollgate serve --request-log):
 // the figures are the client's error, not a difference of two percentiles.
 // Both arrival clocks run in the same open loop, alternating request by
-// request, so they see the same load.
+// request, so they see the same load. One row per load: 1, 32, 256 and
+// 1,000 streams in flight, each at 100 tokens/s (10 ms steps).
 func ttftError(e *env) error {
-	// ~256 streams in flight with arrivals spread in time: open loop at 49/s,
-	// 256 tokens each at 20 ms per step (about 5.2 s per stream). A closed
-	// loop of 256 would send in synchronised bursts of 256, which on two
-	// shared cores measures the scheduler more than either process.
-	const rate, n, tokens = 49, 1500, 256
-	const base = 50 * time.Millisecond
-	logPath := filepath.Join(e.dir, "requests.jsonl")
-	srv, err := e.serve("--max-running-seqs", "1024", "--ttft-base", base.String(), "--prefill-tokens-per-s", "1e12",
-		"--decode-step", "20ms", "--decode-step-per-seq", "1us", "--request-log", logPath)
+	for _, row := range []struct{ streams, tokens, n int }{
+		{1, 32, 30}, {32, 64, 400}, {256, 128, 1500}, {1000, 128, 4000},
+	} {
+		if err := ttftRow(e, row.streams, row.tokens, row.n); err != nil {
+			return fmt.Errorf("%d streams: %w", row.streams, err)
+		}
+	}
+	fmt.Printf("   reproduce: go run ./bench/client -only ttft\n")
+	return nil
+}
+
+// ttftRow is one row of ttftError: an open loop whose arrivals keep about
+// streams requests of tokens tokens in flight, spread in time (a closed
+// loop would send in synchronised bursts, which on few shared cores
+// measures the scheduler more than either process).
+func ttftRow(e *env, streams, tokens, n int) error {
+	const base, step, perSeq = 50 * time.Millisecond, 10 * time.Millisecond, time.Microsecond
+	life := base + time.Duration(tokens)*(step+time.Duration(streams)*perSeq)
+	rate := float64(streams) / life.Seconds()
+	logPath := filepath.Join(e.dir, fmt.Sprintf("requests-%d.jsonl", streams))
+	srv, err := e.serve("--max-running-seqs", "2048", "--ttft-base", base.String(), "--prefill-tokens-per-s", "1e12",
+		"--decode-step", step.String(), "--decode-step-per-seq", perSeq.String(), "--request-log", logPath)
 	if err != nil {
 		return err
 	}
@@ -281,7 +295,7 @@ func ttftError(e *env) error {
 	}{{"kernel", false}, {"read", true}}
 	clients := make([]*openai.Client, len(clocks))
 	for i, c := range clocks {
-		cl, err := openai.New(openai.Config{BaseURL: srv.url, MaxConns: 1024, UserspaceClock: c.userspace, TotalTimeout: 5 * time.Minute})
+		cl, err := openai.New(openai.Config{BaseURL: srv.url, MaxConns: 2 * streams, UserspaceClock: c.userspace, TotalTimeout: 5 * time.Minute})
 		if err != nil {
 			return err
 		}
@@ -294,7 +308,12 @@ func ttftError(e *env) error {
 		ttft     float64   // client TTFT, ms
 		sentAt   time.Time // the client's GetConn hook: just after its own start
 		calledAt time.Time // just before Stream: a bound on how early its start can be
-		err      error
+		events   int       // token events
+		// coalesced are the token events that came in one read with the one
+		// before; firstShared: the first token's read held the next.
+		coalesced   int
+		firstShared bool
+		err         error
 	}
 	samples := make([]sample, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -303,7 +322,7 @@ func ttftError(e *env) error {
 	var inFlight, peak atomic.Int64
 	begin := time.Now()
 	for i := range n {
-		if err := sleepUntil(ctx, begin.Add(time.Duration(i)*time.Second/rate)); err != nil {
+		if err := sleepUntil(ctx, begin.Add(time.Duration(float64(i)/rate*float64(time.Second)))); err != nil {
 			return err
 		}
 		wg.Go(func() {
@@ -329,6 +348,8 @@ func ttftError(e *env) error {
 				sm.err = errors.New("no TTFT")
 			default:
 				sm.ttft = *res.TTFTMS
+				sm.events = res.SSETokenEvents
+				sm.coalesced, sm.firstShared = coalesced(res.Metrics)
 			}
 		})
 	}
@@ -345,6 +366,9 @@ func ttftError(e *env) error {
 	// on this host: the arrival clock's own error plus loopback delivery.
 	ttftDiff := make([][]float64, len(clocks))
 	arrDiff := make([][]float64, len(clocks))
+	events := make([]int, len(clocks))
+	coal := make([]int, len(clocks))
+	shared := make([]int, len(clocks))
 	var lead []float64 // GetConn − call: bounds (b)'s overestimate
 	failed := 0
 	for i, sm := range samples {
@@ -358,20 +382,41 @@ func ttftError(e *env) error {
 		clientArrival := float64(sm.sentAt.UnixNano())/1e6 + sm.ttft
 		arrDiff[sm.clock] = append(arrDiff[sm.clock], clientArrival-float64(r.FirstTokenSendUnixNs)/1e6)
 		lead = append(lead, float64(sm.sentAt.Sub(sm.calledAt).Nanoseconds())/1e6)
+		events[sm.clock] += sm.events
+		coal[sm.clock] += sm.coalesced
+		if sm.firstShared {
+			shared[sm.clock]++
+		}
 	}
-	fmt.Printf("== TTFT error, paired per request by id: open loop %d/s, %d requests (%d failed or unpaired), peak %d streams in flight,\n",
-		rate, n, failed, peak.Load())
-	fmt.Printf("   the two arrival clocks alternating request by request (server: ttft-base %v, 20 ms steps)\n", base)
+	fmt.Printf("== TTFT error at %d streams × %d tokens, 100 tok/s: paired per request by id, open loop %.1f/s, %d requests (%d failed or unpaired), peak %d in flight\n",
+		streams, tokens, rate, n, failed, peak.Load())
 	for c, clk := range clocks {
 		fmt.Printf("   clock %-6s client TTFT − server TTFT:          %s\n", clk.name, quantiles(ttftDiff[c]))
 		fmt.Printf("   clock %-6s first token: client arrival − send: %s\n", clk.name, quantiles(arrDiff[c]))
+		fmt.Printf("   clock %-6s coalesced token events %d of %d (%.2f%%), first token shared its read in %d of %d requests\n",
+			clk.name, coal[c], events[c], 100*float64(coal[c])/float64(max(events[c], 1)), shared[c], len(arrDiff[c]))
 	}
 	fmt.Printf("   (client start ≤ its GetConn hook; GetConn − call to Stream: %s)\n", quantiles(lead))
-	fmt.Printf("   reproduce: go run ./bench/client -only ttft\n")
 	if failed > n/100 {
 		return fmt.Errorf("%d of %d requests failed or were not in the request log", failed, n)
 	}
 	return nil
+}
+
+// coalesced reads a request's coalesced_events and ttft_coalesced through
+// its JSON, so this program also measures a client from before they were
+// counted (both then read 0).
+func coalesced(m openai.Metrics) (int, bool) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return 0, false
+	}
+	var v struct {
+		Events int  `json:"coalesced_events"`
+		First  bool `json:"ttft_coalesced"`
+	}
+	_ = json.Unmarshal(b, &v)
+	return v.Events, v.First
 }
 
 // quantiles formats p50/p90/p99/max of xs in ms.

@@ -52,6 +52,7 @@ func Derive(t *Timeline) Metrics {
 	if streamed {
 		m.ITLMS = t.itl
 		m.SSETokenEvents = t.All.Events
+		m.CoalescedEvents, m.TTFTCoalesced = t.Coalesced, t.FirstCoalesced
 	}
 	var ttft time.Duration
 	if t.All.Events > 0 {

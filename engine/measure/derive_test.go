@@ -172,7 +172,7 @@ func TestDerive(t *testing.T) {
 			tl:   stream(20, usage(10, 3, -1, -1), evenly(10, 0, 3, A)...),
 			want: Metrics{RequestMetrics: report.RequestMetrics{TTFBMS: f(5), TTFTMS: f(10), TTFOMS: f(10), E2EMS: 20, ReasoningTokens: n(0),
 				ITLMS: gaps(0, 2), PrefillTokensPerS: f(10 / 0.010), PromptTokens: n(10), CompletionTokens: n(3),
-				TokenCountSource: SourceUsage, SSETokenEvents: 3, UsageSeen: true}, SSEEvents: 3},
+				TokenCountSource: SourceUsage, SSETokenEvents: 3, CoalescedEvents: 2, TTFTCoalesced: true, UsageSeen: true}, SSEEvents: 3},
 		},
 		{
 			name: "llama.cpp timings",
@@ -302,5 +302,34 @@ func TestTokenAllocs(t *testing.T) {
 	})
 	if allocs > 1 { // the one of Reset
 		t.Fatalf("%v allocations per 1000 events", allocs)
+	}
+}
+
+// Token events stamped with the arrival of the one before them came in one
+// read: each is counted, and the first token's own read holding the next
+// makes its ttft an upper bound. The figures themselves are unchanged.
+func TestDeriveCountsCoalescedEvents(t *testing.T) {
+	a := ChannelAnswer
+	for _, tc := range []struct {
+		name      string
+		events    []tok
+		coalesced int
+		first     bool
+	}{
+		{name: "each event its own read", events: evenly(10, 5, 4, a)},
+		{name: "one read after the first", events: []tok{{10, a, 0}, {30, a, 0}, {30, a, 0}, {30, a, 0}, {35, a, 0}}, coalesced: 2},
+		{name: "the first token shares its read", events: []tok{{30, a, 0}, {30, a, 0}, {35, a, 0}}, coalesced: 1, first: true},
+		{name: "two late reads", events: []tok{{10, a, 0}, {30, a, 0}, {30, a, 0}, {50, a, 0}, {50, a, 0}}, coalesced: 2},
+		{name: "a single event", events: []tok{{10, a, 0}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Derive(stream(60, Usage{}, tc.events...))
+			if m.CoalescedEvents != tc.coalesced || m.TTFTCoalesced != tc.first {
+				t.Errorf("coalesced %d, ttft coalesced %v; want %d, %v", m.CoalescedEvents, m.TTFTCoalesced, tc.coalesced, tc.first)
+			}
+			if want := ms(tc.events[0].at); m.TTFTMS == nil || *m.TTFTMS != durMs(want) {
+				t.Errorf("ttft %v, want %v: counting changes no figure", m.TTFTMS, want)
+			}
+		})
 	}
 }

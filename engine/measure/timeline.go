@@ -61,6 +61,15 @@ type Timeline struct {
 	ReasoningTextBytes int    // decoded bytes of reasoning text
 	KeepAliveComments  int
 	ArrivalClock       string // how arrival times were taken (ArrivalKernel or ArrivalRead); empty when none was
+	// Coalesced counts the token events stamped with the same arrival as
+	// the token event before them: one read delivered both. A client that
+	// reads late gets several events from one read, and the kernel keeps
+	// one receive time for segments that queued meanwhile (the newest), so
+	// such an event's own arrival is not resolved and its ITL gap reads 0.
+	// FirstCoalesced says the second token event was one of them: the
+	// first token's time is the read's, an upper bound on its arrival.
+	Coalesced      int
+	FirstCoalesced bool
 	// Unstreamed says the server counts output it does not stream (the
 	// Messages API's summarized or redacted thinking), so its count may
 	// exceed the streamed events by any factor (CheckUsage).
@@ -222,6 +231,10 @@ func (t *Timeline) TokenEvents() int { return t.All.Events }
 func (t *Timeline) Token(at time.Duration, ch Channel, tokens int) error {
 	tokens = max(tokens, 1)
 	if t.All.Events > 0 {
+		if at == t.All.Last {
+			t.Coalesced++
+			t.FirstCoalesced = t.FirstCoalesced || t.All.Events == 1
+		}
 		t.addGap(durMs(at - t.All.Last))
 	}
 	t.All.add(at, tokens)

@@ -123,6 +123,10 @@ type Client struct {
 	// asked again.
 	waits         waits
 	metricsSilent atomic.Bool
+
+	// lateRead, for tests, runs after each read of a stream returns and
+	// before it is timed: it plays a client scheduled late.
+	lateRead func(p []byte)
 }
 
 // New validates cfg and builds a client with its own connection pool that
@@ -711,6 +715,9 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
+			if c.lateRead != nil {
+				c.lateRead(buf[:n])
+			}
 			// Timestamp before parsing: arrival time, not parse time.
 			last = arrival(conn.Load(), start, last, &tl.ArrivalClock)
 			res.BytesReceived += int64(n)

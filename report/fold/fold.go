@@ -49,6 +49,8 @@ type Slice struct {
 	errCount     int
 	retries      int
 	staleRetries int
+	coalesced    int                // successful requests' coalesced_events
+	ttftCoal     int                // successful requests with ttft_coalesced
 	hists        []*stats.Histogram // by report.Metrics row
 	server       *serverSlice
 	sources      map[string]int
@@ -144,6 +146,10 @@ func (s *Slice) Add(r *report.RequestSample, name string) {
 	if r.ArrivalClock != "" {
 		s.clocks[r.ArrivalClock]++
 	}
+	s.coalesced += r.CoalescedEvents
+	if r.TTFTCoalesced {
+		s.ttftCoal++
+	}
 }
 
 // Merge adds a saved slice (a shard's) whose distributions kept their
@@ -156,6 +162,8 @@ func (s *Slice) Merge(m *report.ServingMetrics, label string) error {
 	s.ok += m.Succeeded
 	s.retries += m.Retries
 	s.staleRetries += m.StaleConnectionRetries
+	s.coalesced += m.CoalescedEvents
+	s.ttftCoal += m.TTFTCoalesced
 	s.errCount += m.Errors.Count
 	for k, v := range m.Errors.ByClass {
 		s.byClass[k] += v
@@ -236,6 +244,8 @@ func (s *Slice) Close() *report.ServingMetrics {
 		Warnings:               append([]string{}, s.warnings...),
 		Retries:                s.retries,
 		StaleConnectionRetries: s.staleRetries,
+		CoalescedEvents:        s.coalesced,
+		TTFTCoalesced:          s.ttftCoal,
 	}
 	for i, row := range report.Metrics {
 		*row.Stat(m) = s.stat(s.hists[i])

@@ -44,10 +44,12 @@ func TestSliceAdd(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	n := func(v int) *int { return &v }
 	s := New(Options{})
-	s.Add(&report.RequestSample{OK: true, Retries: 2, RequestMetrics: report.RequestMetrics{TTFTMS: f(10), E2EMS: 50, PromptTokens: n(7), ITLMS: []float64{1, 2, 3}, TokenCountSource: "usage"}}, "a")
-	s.Add(&report.RequestSample{Error: &report.RequestError{Class: "reset", Message: "x"}, StaleConnectionRetries: 1, RequestMetrics: report.RequestMetrics{E2EMS: 1}}, "b")
+	s.Add(&report.RequestSample{OK: true, Retries: 2, RequestMetrics: report.RequestMetrics{TTFTMS: f(10), E2EMS: 50, PromptTokens: n(7), ITLMS: []float64{1, 2, 3}, TokenCountSource: "usage", CoalescedEvents: 4, TTFTCoalesced: true}}, "a")
+	// A failed request's coalesced events are not counted: its ITL is not either.
+	s.Add(&report.RequestSample{Error: &report.RequestError{Class: "reset", Message: "x"}, StaleConnectionRetries: 1, RequestMetrics: report.RequestMetrics{E2EMS: 1, CoalescedEvents: 9, TTFTCoalesced: true}}, "b")
 	m := s.Close()
-	if m.Requests != 2 || m.Succeeded != 1 || m.Errors.Count != 1 || m.Errors.ByClass["reset"] != 1 || m.Retries != 2 || m.StaleConnectionRetries != 1 {
+	if m.Requests != 2 || m.Succeeded != 1 || m.Errors.Count != 1 || m.Errors.ByClass["reset"] != 1 || m.Retries != 2 || m.StaleConnectionRetries != 1 ||
+		m.CoalescedEvents != 4 || m.TTFTCoalesced != 1 {
 		t.Fatalf("counts: %+v", m)
 	}
 	if m.TTFTMS.Count != 1 || m.E2EMS.Count != 1 || *m.E2EMS.Max != 50 || m.ITLMS.Count != 3 || m.PromptTokens.Count != 1 || m.TTFBMS.Count != 0 {
@@ -81,7 +83,8 @@ func TestShardsEqualOneFoldOverTheirUnion(t *testing.T) {
 			smp := &report.RequestSample{Phase: "load", Index: i*shards + sh, OK: true, RequestMetrics: report.RequestMetrics{
 				TTFBMS: f(ttft / 2), TTFTMS: f(ttft), E2EMS: ttft * 3,
 				TPOTMS: f(1 + rng.Float64()), DecodeTokensPerS: f(900 + 100*rng.Float64()), PromptTokens: n(64 + rng.IntN(64)), CompletionTokens: n(16),
-				CachedTokens: n(rng.IntN(32)), SSETokenEvents: 16, TokenCountSource: "usage", ITLMS: []float64{rng.Float64(), rng.Float64()}}}
+				CachedTokens: n(rng.IntN(32)), SSETokenEvents: 16, TokenCountSource: "usage", ITLMS: []float64{rng.Float64(), rng.Float64()},
+				CoalescedEvents: rng.IntN(3), TTFTCoalesced: rng.IntN(4) == 0}}
 			if rng.IntN(20) == 0 {
 				smp.OK, smp.Error = false, &report.RequestError{Class: "http_status", Status: 503, Message: "busy"}
 			}
@@ -143,6 +146,7 @@ func TestShardsEqualOneFoldOverTheirUnion(t *testing.T) {
 		{"achieved_rate_per_s", *want.AchievedRatePerS, *got.AchievedRatePerS}, {"request_throughput_per_s", *want.RequestThroughputPerS, *got.RequestThroughputPerS},
 		{"output_tokens_per_s", *want.OutputTokensPerS, *got.OutputTokensPerS}, {"total_tokens_per_s", *want.TotalTokensPerS, *got.TotalTokensPerS},
 		{"good_requests", want.Goodput.GoodRequests, got.Goodput.GoodRequests},
+		{"coalesced_events", want.CoalescedEvents, got.CoalescedEvents}, {"ttft_coalesced", want.TTFTCoalesced, got.TTFTCoalesced},
 	} {
 		if !reflect.DeepEqual(c.want, c.got) {
 			t.Errorf("%s: union %v, merge %v", c.name, c.want, c.got)

@@ -157,11 +157,34 @@ func Notes(name string, run *report.Run) (warnings, errors []Note) {
 		for _, msg := range p.Warnings {
 			warnings = append(warnings, Note{Run: name, Phase: pn, Text: msg})
 		}
+		if msg := resolutionNote(p.ServingMetrics); msg != "" {
+			warnings = append(warnings, Note{Run: name, Phase: pn, Text: msg})
+		}
 		for _, e := range p.Errors.Examples {
 			errors = append(errors, Note{Run: name, Phase: pn, Text: RequestError(e)})
 		}
 	}
 	return warnings, errors
+}
+
+// resolutionNote says how finely a phase's reads timed its token events,
+// when some shared a read: those events are timed at the read's arrival
+// (their itl_ms gap 0), and a first token that shared its read makes that
+// request's ttft_ms an upper bound. Derived from the report, so a report
+// read back renders the same; "" when every event had its own read.
+func resolutionNote(m *report.ServingMetrics) string {
+	if m.CoalescedEvents == 0 && m.TTFTCoalesced == 0 {
+		return ""
+	}
+	of := ""
+	if ev := m.SSETokenEvents; ev.Mean != nil {
+		of = fmt.Sprintf(" of %.0f", *ev.Mean*float64(ev.Count))
+	}
+	msg := fmt.Sprintf("timing resolution: %d%s token events came in one read with the event before them (the client read late), timed at that read: itl_ms holds a 0 ms gap for each", m.CoalescedEvents, of)
+	if m.TTFTCoalesced > 0 {
+		msg += fmt.Sprintf("; %d of %d requests' first token shared its read, their ttft_ms an upper bound", m.TTFTCoalesced, m.Succeeded)
+	}
+	return msg
 }
 
 // RequestError describes a failed request: class (HTTP status) in which

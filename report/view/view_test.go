@@ -201,3 +201,38 @@ func TestDeltasRefuseAnotherTool(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// A phase whose reads held several token events says how many, beside its
+// own warnings: how finely itl_ms and ttft_ms were timed.
+func TestResolutionNote(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		coalesced, fst int
+		want           string // "": no note
+	}{
+		{name: "every event its own read"},
+		{name: "events after the first", coalesced: 3,
+			want: "timing resolution: 3 of 20 token events came in one read with the event before them (the client read late), timed at that read: itl_ms holds a 0 ms gap for each"},
+		{name: "a first token too", coalesced: 3, fst: 1,
+			want: "timing resolution: 3 of 20 token events came in one read with the event before them (the client read late), timed at that read: itl_ms holds a 0 ms gap for each; 1 of 2 requests' first token shared its read, their ttft_ms an upper bound"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := liveReport()
+			dec := r.Runs["server"].Phases["decode"].ServingMetrics
+			dec.SSETokenEvents = report.NewStat([]float64{8, 12})
+			dec.CoalescedEvents, dec.TTFTCoalesced = tc.coalesced, tc.fst
+			var notes []string
+			for _, n := range Live(r)[0].Warnings {
+				if n.Phase == "decode" && strings.HasPrefix(n.Text, "timing resolution") {
+					notes = append(notes, n.Text)
+				}
+			}
+			switch {
+			case tc.want == "" && len(notes) != 0:
+				t.Errorf("notes %q, want none", notes)
+			case tc.want != "" && (len(notes) != 1 || notes[0] != tc.want):
+				t.Errorf("notes %q\nwant %q", notes, tc.want)
+			}
+		})
+	}
+}
