@@ -94,6 +94,7 @@ func TestLiveSeamGatesCatch(t *testing.T) {
 			fails: []string{"one route session per run"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own endpoint
 			sets := append([]string{"vars.base_url=" + endpoint(t, tc.echo), tokens, "targets.route.endpoint.model=m"}, tc.sets...)
 			sc, err := scenarios.Load("../examples/route-session-live.yaml", scenarios.Options{Sets: sets})
 			if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -82,10 +83,8 @@ func wildcard(shape, p string) bool {
 	return len(ss) == len(ps)
 }
 
-// samePaths fails with every path only one of the two reports has.
-func samePaths(t *testing.T, shape, real map[string]bool) {
-	t.Helper()
-	var onlyShape, onlyReal []string
+// diffPaths lists every path only one of the two reports has.
+func diffPaths(shape, real map[string]bool) (onlyShape, onlyReal []string) {
 	for p := range real {
 		if shape[p] {
 			continue
@@ -104,6 +103,13 @@ func samePaths(t *testing.T, shape, real map[string]bool) {
 	}
 	sort.Strings(onlyShape)
 	sort.Strings(onlyReal)
+	return onlyShape, onlyReal
+}
+
+// samePaths fails with every path only one of the two reports has.
+func samePaths(t *testing.T, shape, real map[string]bool) {
+	t.Helper()
+	onlyShape, onlyReal := diffPaths(shape, real)
 	if len(onlyShape) > 0 {
 		t.Errorf("%d paths in the shape only (gates would load and then error):\n  %s", len(onlyShape), strings.Join(onlyShape, "\n  "))
 	}
@@ -111,6 +117,44 @@ func samePaths(t *testing.T, shape, real map[string]bool) {
 		t.Errorf("%d paths in the report only (gates on them would be refused):\n  %s", len(onlyReal), strings.Join(onlyReal, "\n  "))
 	}
 }
+
+// arrivalBound are the per-token figures that need two of a channel's
+// tokens read apart: a client starved of its CPU reads them together, as
+// one arrival, and the figure is rightly absent from that request.
+var arrivalBound = regexp.MustCompile(`\.(decode_tokens_per_s|answer_tokens_per_s|tpot_ms)(\.(mean|min|max|p\d+))?$`)
+
+// loadTries is how often sameShape runs a scenario whose report missed
+// only what a loaded machine takes away (arrivalBound figures, a capacity
+// search whose min the stalled client failed). A path the report never
+// has fails every try.
+const loadTries = 3
+
+// sameShape runs sc and fails unless the paths of its shape and of its
+// report agree, both ways; see loadTries.
+func sameShape(t *testing.T, sc *scenarios.Scenario) {
+	t.Helper()
+	for try := 1; ; try++ {
+		shape, real, err := shapeAndRun(t, sc)
+		last := try == loadTries
+		if err != nil {
+			if !last && errors.Is(err, errBelowMin) {
+				t.Logf("try %d: %v; running it again", try, err)
+				continue
+			}
+			t.Fatalf("run: %v", err)
+		}
+		onlyShape, onlyReal := diffPaths(shape, real)
+		if !last && len(onlyReal) == 0 && len(onlyShape) > 0 && !slices.ContainsFunc(onlyShape, func(p string) bool { return !arrivalBound.MatchString(p) }) {
+			t.Logf("try %d: the client read tokens together (no %s); running it again", try, onlyShape[0])
+			continue
+		}
+		samePaths(t, shape, real)
+		return
+	}
+}
+
+// errBelowMin marks a run whose capacity search failed at its min.
+var errBelowMin = errors.New("a capacity search stopped below its min")
 
 func keys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
@@ -166,9 +210,12 @@ func filter(m map[string]bool) map[string]bool {
 	return out
 }
 
-func shapeAndRun(t *testing.T, sc *scenarios.Scenario) (map[string]bool, map[string]bool) {
+// shapeAndRun returns the paths of sc's shape and of a real run's report,
+// filtered; a failed run's error wraps errBelowMin when a capacity search
+// found no load that met its objectives.
+func shapeAndRun(t *testing.T, sc *scenarios.Scenario) (shape, real map[string]bool, err error) {
 	t.Helper()
-	shape, err := Shape(sc)
+	sh, err := Shape(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,9 +223,16 @@ func shapeAndRun(t *testing.T, sc *scenarios.Scenario) (map[string]bool, map[str
 	defer cancel()
 	r := New(sc, Options{})
 	if err := Run(ctx, sc, r, Options{}); err != nil {
-		t.Fatalf("run: %v", err)
+		for _, run := range r.Runs {
+			for _, ph := range run.Phases {
+				if ph.Capacity != nil && ph.Capacity.Stop == report.CapacityBelowMin {
+					return nil, nil, fmt.Errorf("%w: %w", errBelowMin, err)
+				}
+			}
+		}
+		return nil, nil, err
 	}
-	return filter(paths(t, shape)), filter(paths(t, r))
+	return filter(paths(t, sh)), filter(paths(t, r)), nil
 }
 
 // TestShapeIsTheReport: for every example, the paths a gate may read in the
@@ -188,12 +242,22 @@ func TestShapeIsTheReport(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no examples")
 	}
+	// The paths follow from the scenario's structure, not its sizes: these
+	// run the same phases, kinds and objectives over fewer requests and
+	// shorter windows. The capacity search still brackets the simulator's
+	// ~8/s, bisects, and holds what it found (2 × ~0.5 s ÷ 50 %), so every
+	// part of its report is there, in 10–20 s instead of ~45 s.
 	fast := map[string][]string{
 		"serving.yaml":    {"vars.repetitions=1"},
 		"load-sweep.yaml": {"phases.load.sweep.concurrency=[1, 4]", "phases.load.requests=8"},
+		"capacity.yaml": {"phases.capacity.capacity.precision=50%",
+			"phases.capacity.capacity.probe={warmup: 100ms, duration: 500ms, min_requests: 5, repeat: 1}"},
+		"trace-replay.yaml": {"phases.mooncake.requests=40", "phases.burstgpt.requests=30", "phases.azure.trace.to=12s"},
+		"dataset.yaml":      {"phases.chat.requests=16", "phases.sharegpt.requests=16", "phases.sharegpt_fixed.requests=2"},
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel() // each its own report and embedded simulator
 			sc, err := scenarios.Load(f, scenarios.Options{Sets: fast[filepath.Base(f)]})
 			if err != nil {
 				t.Fatal(err)
@@ -201,8 +265,7 @@ func TestShapeIsTheReport(t *testing.T) {
 			if filepath.Base(f) == "faults.yaml" {
 				t.Skip("faults.yaml fails requests on purpose: error examples and retries differ run to run")
 			}
-			shape, real := shapeAndRun(t, sc)
-			samePaths(t, shape, real)
+			sameShape(t, sc)
 		})
 	}
 }
@@ -210,17 +273,20 @@ func TestShapeIsTheReport(t *testing.T) {
 // TestShapeIsTheReportForEveryKind: every phase kind × live target kind
 // (the embedded simulator, the simulator as an openai server, both with and
 // without a reasoning channel, and as an anthropic one), with
-// samples, streamed and not. Tokens are 5 ms apart so that a late read on a
-// loaded machine does not merge them into one arrival (no decode interval).
+// samples, streamed and not. The rows run in parallel, and a client read
+// late on a loaded machine merges the tokens it finds into one arrival (no
+// decode interval, so no rate and no tpot): 5 ms apart, whole rows lost
+// them beside seven other rows at load average 23. Hence tokenGap.
 func TestShapeIsTheReportForEveryKind(t *testing.T) {
 	phases := map[string]string{
 		"load_saturated": `{kind: load, sweep: {rate: [50, 100]}, duration: 300ms, prompt_tokens: 16, max_tokens: 4, stop_when_saturated: true}`,
 		// A search that passes at min and fails below max, streamed or not:
-		// two requests in flight at most, about 16 ms each (about 125/s), so
-		// queue_ms grows above it and a real run fills both sides of the
-		// bracket as the shape does. The queue bound is 500 ms: a loaded
-		// machine stalled the client 59 ms at min (10/s, 8 % busy), while
-		// past 125/s the backlog adds seconds within one probe.
+		// two requests in flight at most, about 61 ms each (ttft 1 ms and
+		// three 20 ms gaps: about 33/s), so queue_ms grows above it and a
+		// real run fills both sides of the bracket as the shape does. The
+		// queue bound is 500 ms: a loaded machine stalled the client 59 ms
+		// at min (10/s, 30 % busy), while from 80/s the backlog adds more
+		// than that within one probe.
 		"capacity":         `{kind: capacity, max_in_flight: 2, arrival: constant, capacity: {min: 10, max: 400, start: 10, precision: 50%, budget: 30s, probe: {warmup: 100ms, duration: 500ms, min_requests: 3, repeat: 1}, objectives: ["queue_ms.p99 <= 500", "error_rate <= 0.01", "goodput_pct >= 50"]}, slo: {e2e_ms: 1000}, prompt_tokens: 16, max_tokens: 4}`,
 		"warmup":           `{requests: 2}`,
 		"prefill":          `{prompt_tokens: [32, 64], repeat: 2}`,
@@ -233,30 +299,32 @@ func TestShapeIsTheReportForEveryKind(t *testing.T) {
 		"requests_dataset": `{kind: requests, requests: 2, max_tokens: 3, prompt: {dataset: "` + exampleData(t, "sharegpt.json") + `"}}`,
 		"trace":            `{kind: trace, requests: 4, max_tokens: 4, trace: {file: "` + exampleData(t, "mooncake.jsonl") + `", block_tokens: 16, speed: 50}}`,
 		"trace_csv":        `{kind: trace, requests: 3, max_tokens: 4, trace: {file: "` + exampleData(t, "azure.csv") + `", format: azure, rate: 100}}`,
-		"sessions":         `{kind: sessions, sessions: 2, turns: 3, concurrency: 2, prompt_tokens: 16, max_tokens: 4, think_time_ms: {distribution: uniform, min: 1, max: 2}}`,
-		"sessions_rate":    `{kind: sessions, sessions: 2, turns: 2, rate: 100, prompt_tokens: 16, max_tokens: 4}`,
+		"sessions":         `{kind: sessions, sessions: 2, turns: 3, concurrency: 2, prompt_tokens: 16, max_tokens: 8, think_time_ms: {distribution: uniform, min: 1, max: 2}}`,
+		"sessions_rate":    `{kind: sessions, sessions: 2, turns: 2, rate: 100, prompt_tokens: 16, max_tokens: 8}`,
 		"agent": `{kind: agent, sessions: 12, concurrency: 4, max_steps: 4, prompt_tokens: 16, max_tokens: 8, tool_latency_ms: {distribution: uniform, min: 1, max: 2},
 		             tools: [{name: search, parameters: {type: object, properties: {input: {type: string}}}}]}`,
 	}
-	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: 5 * time.Millisecond}})
+	url, stop, err := embedded.Start(context.Background(), &scenarios.SimConfig{DecodeStep: scenarios.Duration{Duration: tokenGap}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	t.Cleanup(stop) // after the parallel subtests, which the loop only starts
+	gap := tokenGap.String()
 	targets := map[string]string{
-		"embedded": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms}}`,
+		"embedded": `{kind: embedded, stream: %v, sim: {decode_step: ` + gap + `, ttft_base: 1ms}}`,
 		"openai":   `{kind: openai, base_url: "` + url + `", stream: %v}`,
 		// A reasoning model: the answer channel follows 2 reasoning tokens.
-		"embedded-reasoning": `{kind: embedded, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms, reasoning_tokens: 2}}`,
+		"embedded-reasoning": `{kind: embedded, stream: %v, sim: {decode_step: ` + gap + `, ttft_base: 1ms, reasoning_tokens: 2}}`,
 		// The Messages API, on the simulator and on a server named by URL.
-		"anthropic":           `{kind: anthropic, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms}}`,
-		"anthropic-reasoning": `{kind: anthropic, stream: %v, sim: {decode_step: 5ms, ttft_base: 1ms, reasoning_tokens: 2}}`,
+		"anthropic":           `{kind: anthropic, stream: %v, sim: {decode_step: ` + gap + `, ttft_base: 1ms}}`,
+		"anthropic-reasoning": `{kind: anthropic, stream: %v, sim: {decode_step: ` + gap + `, ttft_base: 1ms, reasoning_tokens: 2}}`,
 		"anthropic-url":       `{kind: anthropic, base_url: "` + url + `", stream: %v}`,
 	}
 	for name, spec := range phases {
 		for kind, target := range targets {
 			for _, stream := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s %s stream=%v", name, kind, stream), func(t *testing.T) {
+					t.Parallel()
 					if strings.HasPrefix(kind, "anthropic") && (strings.HasPrefix(name, "sessions") || name == "agent") {
 						t.Skip("conversation phases run on openai and embedded targets")
 					}
@@ -272,13 +340,17 @@ report: {samples: true}
 					if err != nil {
 						t.Fatal(err)
 					}
-					shape, real := shapeAndRun(t, sc)
-					samePaths(t, shape, real)
+					sameShape(t, sc)
 				})
 			}
 		}
 	}
 }
+
+// tokenGap is the simulator's decode step in the every-kind rows: long
+// enough that a client starved of its CPU by the other rows still reads
+// most tokens apart, short enough that the rows take seconds.
+const tokenGap = 20 * time.Millisecond
 
 // The open-file and request-count checks run at load, before anything is
 // sent, at the phase's position, once for a phase that every run of a

@@ -12,6 +12,7 @@ import (
 // A run that cannot happen says why once, with its cause first, exits 3,
 // and says once that the gates were not judged instead of erroring each.
 func TestFailedRunLeadsWithItsCause(t *testing.T) {
+	t.Parallel()
 	url := startServeWith(t, bin, "--decode-step", "1ms")
 	closed := peertest.Refused()
 	for _, tc := range []struct {
@@ -85,6 +86,7 @@ func TestFailedRunLeadsWithItsCause(t *testing.T) {
 // A load point whose request count is below its concurrency is said
 // before anything is sent, naming the point.
 func TestValidateWarnsOfAConcurrencyNoPointReaches(t *testing.T) {
+	t.Parallel()
 	r := tollgate(t, "validate", "examples/load-sweep.yaml", "--profile", "ci")
 	want := fmt.Sprintf("warning: examples/load-sweep.yaml:%d:5: phase load:", lineOf(t, "examples/load-sweep.yaml", "    kind: load")) + " point concurrency 64 sends at most 32 requests (requests: 32), so never more than 32 are in flight"
 	if r.code != ExitPass || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "concurrency 32 sends") {
@@ -98,6 +100,7 @@ func TestValidateWarnsOfAConcurrencyNoPointReaches(t *testing.T) {
 // report --baseline refuses a baseline of another scenario, as compare
 // and run --baseline do, unless --baseline-any.
 func TestReportBaselineOfAnotherScenario(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b, other := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"), filepath.Join(dir, "other.json")
 	for _, rc := range []struct {

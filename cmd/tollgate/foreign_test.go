@@ -58,6 +58,7 @@ func rowOf(table, path string) string {
 // definition notes under it; a summary without per-request values
 // cannot tell noise, so a --fail-on is inconclusive (exit 4).
 func TestCompareOtherToolsResults(t *testing.T) {
+	t.Parallel()
 	tg := runSmallLoad(t)
 	for _, fx := range foreignFixtures {
 		t.Run(fx.file, func(t *testing.T) {
@@ -140,6 +141,7 @@ func TestCompareOtherToolsResults(t *testing.T) {
 // tool's result, with its definition notes on the page and in Markdown,
 // alone and as a baseline.
 func TestReportRendersOtherToolsResults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, fx := range foreignFixtures {
 		page, md := filepath.Join(dir, fx.file+".html"), filepath.Join(dir, fx.file+".md")
@@ -174,6 +176,7 @@ func TestReportRendersOtherToolsResults(t *testing.T) {
 // another tool's result, read as the scenario's one load phase; stderr
 // says what cannot be checked; it never writes it as a tollgate report.
 func TestJudgeOtherToolsResults(t *testing.T) {
+	t.Parallel()
 	for _, fx := range foreignFixtures {
 		path := fixtureDir + fx.file
 		r := tollgate(t, "judge", smallLoad, path)
@@ -209,6 +212,7 @@ func TestJudgeOtherToolsResults(t *testing.T) {
 // the same from run and from report; read back through the importer its
 // figures are the run's.
 func TestVLLMOut(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	v := filepath.Join(dir, "vllm.json")
 	tg := runSmallLoad(t, "--vllm-out", v)

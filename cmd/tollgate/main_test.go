@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/live"
+	"github.com/tollgate-dev/tollgate/internal/testpar"
 	"github.com/tollgate-dev/tollgate/schema"
 )
 
@@ -89,15 +89,7 @@ func TestMain(m *testing.M) {
 // idle most of the package's time while the tests queue for a slot. The
 // speed-judging examples and recipes run on perfBin, without the race
 // detector, and every gate they judge allows for a loaded machine.
-func setParallel() {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if f := flag.Lookup("test.parallel"); !given && f != nil {
-		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < minParallel {
-			_ = f.Value.Set(strconv.Itoa(minParallel))
-		}
-	}
-}
+func setParallel() { testpar.Raise(minParallel) }
 
 // minParallel is the -parallel setParallel gives: what the two-core CI
 // runner takes without a run's client falling behind its schedule.

@@ -404,6 +404,7 @@ func compareWithPrometheus(t *testing.T, prom *prometheus, rep map[string]any, u
 // values, same time), and a sharded run's merge and the judge of the
 // merge push theirs.
 func TestRemoteWriteToPrometheus(t *testing.T) {
+	t.Parallel()
 	prom := startPrometheus(t)
 	sc := writeScenario(t, rwScenario)
 	dir := t.TempDir()
@@ -517,6 +518,7 @@ func runEnv(t *testing.T, env []string, args ...string) result {
 // A push that fails never loses the report nor changes the verdict: it is
 // said on stderr, and the exit is 3, or the gate's 1 when one failed.
 func TestRemoteWriteFailures(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret-token-value"
 	// refused: a port nothing listens on.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -639,6 +641,7 @@ const redactedWord = "[REDACTED]"
 // What is wrong with the flags or the environment is said before anything
 // is sent: exit 2, no request, no report.
 func TestRemoteWriteInvalid(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { calls.Add(1) }))
 	defer srv.Close()
@@ -701,6 +704,7 @@ func TestRemoteWriteInvalid(t *testing.T) {
 // An interrupted run writes its partial report and pushes nothing: its
 // series would read as a whole run's.
 func TestRemoteWriteNotOnInterrupt(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls.Add(1) }))
 	defer srv.Close()

@@ -174,6 +174,7 @@ func TestServeFlagZeroMeansNone(t *testing.T) {
 // A step of 0 is none, and the start-up line says 0, not the nanosecond
 // that spells it; a negative one is an invalid invocation naming its flag.
 func TestServeDecodeStepZeroAndNegative(t *testing.T) {
+	t.Parallel()
 	_, lines := startServeLines(t, bin, 2, "--decode-step", "0", "--decode-step-per-seq", "1ms")
 	if want := "decode: 0s per step + 1ms per extra running sequence = 31ms per token at 32 streams, 255ms at 256\n"; lines[1] != want {
 		t.Errorf("serve said %q, want %q", lines[1], want)
@@ -229,6 +230,7 @@ func TestServeAddr(t *testing.T) {
 // --idle-timeout is a positive duration: 0 would be the simulator's
 // default, not "none", so it is refused with the other invalid values.
 func TestServeIdleTimeoutMustBePositive(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ flag, shown string }{{"0", "0s"}, {"-1s", "-1s"}} {
 		t.Run(tc.flag, func(t *testing.T) {
 			r := tollgate(t, "serve", "--addr", "127.0.0.1:0", "--idle-timeout", tc.flag)
