@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/engine/openai"
@@ -31,6 +32,7 @@ import (
 
 func main() {
 	only := flag.String("only", "", "run one measurement: streams, cpu, ttft, rate")
+	flag.IntVar(&streamCount, "streams", streamCount, "concurrent streams of the streams measurement (at most the open-file limit less a few)")
 	flag.Parse()
 	if err := run(*only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/client:", err)
@@ -139,10 +141,11 @@ func cpuSeconds(pid int) float64 {
 }
 
 type runResult struct {
-	report  map[string]any
-	cpuS    float64
-	wall    time.Duration
-	samples string
+	report   map[string]any
+	cpuS     float64
+	maxRSSKB int64 // the child's peak resident set (getrusage ru_maxrss, KiB)
+	wall     time.Duration
+	samples  string
 }
 
 // tollgate runs a scenario in a child process and returns its report and CPU time.
@@ -162,6 +165,9 @@ func (e *env) tollgate(name, scenario string, extra ...string) (*runResult, erro
 	}
 	r := &runResult{wall: time.Since(start), samples: samples}
 	r.cpuS = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSSKB = ru.Maxrss
+	}
 	b, err := os.ReadFile(rep)
 	if err != nil {
 		return nil, err
@@ -208,25 +214,49 @@ phases:
 report: {samples: false}
 `
 
+// streamCount is the streams measurement's concurrency (-streams).
+var streamCount = 2000
+
+// streams holds streamCount streams open at once, every one of them in
+// flight together (requests = concurrency, each long enough to outlast
+// the ramp), and reports the client's resident memory per open stream: the
+// peak RSS of that run less that of a run of base streams, over the
+// difference in streams, so start-up, the binary and the report are not
+// counted.
 func streams(e *env) error {
-	const c, n, tokens = 2000, 4000, 64
-	srv, err := e.serve("--max-running-seqs", "4096", "--decode-step", "20ms", "--decode-step-per-seq", "5us")
+	const base, tokens = 100, 100
+	c := streamCount
+	if c <= base {
+		return fmt.Errorf("-streams %d: at least %d", c, base+1)
+	}
+	// 200 ms steps: a stream lasts 20 s or more, the ramp to c streams is
+	// well inside it, and the client's reads stay a small part of its time.
+	srv, err := e.serve("--max-running-seqs", strconv.Itoa(2*c), "--decode-step", "200ms", "--decode-step-per-seq", "1us")
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	r, err := e.tollgate("streams", fmt.Sprintf(loadScenario, srv.url, fmt.Sprintf("concurrency: %d\n    requests: %d", c, n), 64, tokens))
-	if err != nil {
-		return err
-	}
-	p := point(r)
-	fmt.Printf("== %d concurrent streams\n", c)
-	fmt.Printf("   requests %v ok %v errors %v, peak in flight %v, achieved concurrency %.0f, ttft p99 %.1f ms, wall %.1fs\n",
-		p["requests"], p["succeeded"], dig(p, "errors", "count"), p["peak_in_flight"], num(p["achieved_concurrency"]),
-		num(dig(p, "ttft_ms", "p99")), r.wall.Seconds())
-	fmt.Printf("   reproduce: go run ./bench/client -only streams\n")
-	if num(dig(p, "errors", "count")) != 0 || num(p["peak_in_flight"]) < c {
-		return errors.New("did not hold every stream without errors")
+	var baseRSS int64
+	for _, n := range []int{base, c} {
+		r, err := e.tollgate(fmt.Sprintf("streams-%d", n), fmt.Sprintf(loadScenario, srv.url, fmt.Sprintf("concurrency: %d\n    requests: %d", n, n), 64, tokens))
+		if err != nil {
+			return err
+		}
+		p := point(r)
+		if n == base {
+			baseRSS = r.maxRSSKB
+			continue
+		}
+		perStream := float64(r.maxRSSKB-baseRSS) * 1024 / float64(c-base)
+		fmt.Printf("== %d concurrent streams (%d tokens each, 200 ms steps)\n", c, tokens)
+		fmt.Printf("   requests %v ok %v errors %v, peak in flight %v, ttft p99 %.1f ms, wall %.1fs\n",
+			p["requests"], p["succeeded"], dig(p, "errors", "count"), p["peak_in_flight"], num(dig(p, "ttft_ms", "p99")), r.wall.Seconds())
+		fmt.Printf("   client peak RSS %.1f MiB at %d streams, %.1f MiB at %d: %.1f KB per open stream\n",
+			float64(r.maxRSSKB)/1024, c, float64(baseRSS)/1024, base, perStream/1000)
+		fmt.Printf("   reproduce: go run ./bench/client -only streams -streams %d\n", c)
+		if num(dig(p, "errors", "count")) != 0 || num(p["peak_in_flight"]) < float64(c) {
+			return errors.New("did not hold every stream without errors")
+		}
 	}
 	return nil
 }

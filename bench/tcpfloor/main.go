@@ -7,13 +7,14 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/bench/internal/bare"
 )
 
 const streams, events, size = 256, 256, 160
@@ -52,17 +53,9 @@ func main() {
 				panic(err)
 			}
 			defer c.Close()
-			buf := make([]byte, 64<<10)
-			n := int64(0)
-			for {
-				k, err := c.Read(buf)
-				n += int64(k)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					panic(err)
-				}
+			n, err := bare.Drain(c, make([]byte, bare.ReadBytes), nil)
+			if err != nil {
+				panic(err)
 			}
 			mu.Lock()
 			total += n

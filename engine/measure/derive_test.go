@@ -288,20 +288,37 @@ func TestTimelineBounds(t *testing.T) {
 	}
 }
 
-// TestTokenAllocs: recording a token event allocates nothing once Reset
-// sized the gap list for max_tokens.
+// TestTokenAllocs: recording token events allocates only when the gap
+// list doubles past what Reset sized, and Reset sizes at most itlPresize
+// gaps whatever max_tokens asks (an open stream's memory).
 func TestTokenAllocs(t *testing.T) {
-	var tl Timeline
-	i := 0
-	allocs := testing.AllocsPerRun(100, func() {
-		tl.Reset(1024)
-		for range 1000 {
-			i++
-			_ = tl.Token(time.Duration(i), ChannelAnswer|ChannelReasoning, 0)
-		}
-	})
-	if allocs > 1 { // the one of Reset
-		t.Fatalf("%v allocations per 1000 events", allocs)
+	for _, tc := range []struct {
+		name             string
+		maxTokens, count int
+		allocs           float64 // Reset's, then one per doubling
+	}{
+		{"within the presize", 1024, itlPresize, 1},
+		{"one doubling", 1024, 1000, 2},
+		{"four doublings", 16384, 8000, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tl Timeline
+			i := 0
+			allocs := testing.AllocsPerRun(20, func() {
+				tl.Reset(tc.maxTokens)
+				for range tc.count {
+					i++
+					_ = tl.Token(time.Duration(i), ChannelAnswer|ChannelReasoning, 0)
+				}
+			})
+			if allocs > tc.allocs {
+				t.Fatalf("%v allocations per %d events, want at most %v", allocs, tc.count, tc.allocs)
+			}
+			tl.Reset(tc.maxTokens)
+			if c := cap(tl.ITL()); c > itlPresize {
+				t.Fatalf("Reset(%d) sized the gap list for %d gaps, more than %d", tc.maxTokens, c, itlPresize)
+			}
+		})
 	}
 }
 

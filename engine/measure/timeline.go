@@ -24,7 +24,7 @@ import (
 // which is all any per-request formula reads, plus the gaps between
 // consecutive events as a bounded systematic sample (MaxITL), so an endless
 // stream cannot grow memory without bound. Recording an event allocates
-// nothing once Reset has sized the gap list.
+// only when the gap list doubles (Reset sizes it for itlPresize gaps).
 //
 // Reuse one per worker with Reset; not safe for concurrent use.
 type Timeline struct {
@@ -203,13 +203,19 @@ func (t *Timeline) CheckUsage() error {
 	return nil
 }
 
+// itlPresize bounds the gap list Reset allocates ahead (4 KiB): sized for
+// max_tokens outright, an open stream of max_tokens 16384 would hold
+// 128 KiB before its first token. A longer stream grows it by doubling, a
+// copy per doubling, so an event still costs no allocation on average.
+const itlPresize = 512
+
 // Reset prepares for a new request asked for maxTokens (0: unset): it
-// pre-sizes the gap list so recording does not reallocate on the hot path,
-// and bounds the token events the stream may carry.
+// pre-sizes the gap list for up to itlPresize gaps, and bounds the token
+// events the stream may carry.
 func (t *Timeline) Reset(maxTokens int) {
 	*t = Timeline{itlStride: 1, maxTokens: maxTokens, maxEvents: TokenEventLimit(maxTokens)}
 	if maxTokens > 0 {
-		t.itl = make([]float64, 0, min(maxTokens, MaxITL))
+		t.itl = make([]float64, 0, min(maxTokens, itlPresize))
 	}
 }
 

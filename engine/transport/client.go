@@ -30,9 +30,17 @@ import (
 
 // Defaults applied by New when a Config field is zero.
 const (
-	DefaultReadBufferBytes = 64 << 10
-	DefaultMaxConns        = 64
-	DefaultConnectTimeout  = 10 * time.Second
+	// DefaultReadBufferBytes is what a connection's reader buffers and what
+	// a stream reads at once. SSE events are 100–500 bytes and arrive one
+	// per read unless the client is late; 64 KiB cost 128 KiB of heap per
+	// open stream for nothing (bench/client -only streams).
+	DefaultReadBufferBytes = 4 << 10
+	// writeBufferBytes is a connection's write buffer: the request head
+	// and small bodies go out in one write; a longer body is copied on in
+	// 32 KiB writes by net/http, whatever this size.
+	writeBufferBytes      = 4 << 10
+	DefaultMaxConns       = 64
+	DefaultConnectTimeout = 10 * time.Second
 	// errorSnippetBytes caps the response body quoted in an http_status error.
 	errorSnippetBytes = 512
 	// metadataBytes caps what Metadata keeps per endpoint.
@@ -181,7 +189,7 @@ func New(cfg Config, wire Wire) (*Client, error) {
 		// gzip would buffer the stream and hide arrival times.
 		DisableCompression:     true,
 		ReadBufferSize:         cfg.ReadBufferBytes,
-		WriteBufferSize:        32 << 10,
+		WriteBufferSize:        writeBufferBytes,
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	c := &Client{
