@@ -186,6 +186,12 @@ func ignored(p string) bool {
 	if capacitySide.MatchString(p) {
 		return true
 	}
+	// Coalesced token events are there only when the client read late,
+	// which the machine's load decides: they annotate the timings'
+	// resolution and are not figures to gate on.
+	if strings.HasSuffix(p, ".coalesced_events") || strings.HasSuffix(p, ".ttft_coalesced") {
+		return true
+	}
 	for _, s := range []string{".errors.examples", ".warnings", ".server_metrics_note", "target.metadata.", ".server_metrics.summaries."} {
 		if strings.Contains(p, s) {
 			return true
