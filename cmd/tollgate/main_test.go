@@ -535,26 +535,7 @@ func TestServeThenRunAgainstIt(t *testing.T) {
 	// Speed is judged in benchmarks, not here: the example's timing gates
 	// are off (--no-gate), and what is checked is that every request of
 	// every phase succeeded against the separate server process.
-	cmd := exec.Command(perfBin, "serve", "--addr", "127.0.0.1:0", "--decode-step", "2ms")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	buf := make([]byte, 256)
-	n, err := stdout.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := string(buf[:n])
-	i := strings.Index(line, "http://")
-	if i < 0 {
-		t.Fatalf("serve printed %q", line)
-	}
-	url := strings.Fields(line[i:])[0]
+	url, cmd := serveStep(t, "2ms")
 
 	out := filepath.Join(t.TempDir(), "report.json")
 	r := tollgate(t, "run", "examples/serving.yaml", "--no-gate", "--json-out", out, "--set", "vars.base_url="+url, "--set", "vars.repetitions=1")

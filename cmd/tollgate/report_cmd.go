@@ -20,12 +20,21 @@ const reportUsage = "Usage: tollgate report REPORT.json [--html PATH] [--junit P
 	"vLLM bench serve, GuideLLM, AIPerf; the page then shows its definition notes.\n" +
 	"A baseline must come from the same scenario, model and host, as tollgate compare and\n" +
 	"run --baseline require; one that does not is refused (exit 2) naming what differs,\n" +
-	"unless --baseline-any.\n\nFlags:\n"
+	"unless --baseline-any.\n\n" +
+	"tollgate report --trend A.json B.json DIR... --html trend.html [--markdown PATH] [--fail-on METRIC.STAT:±N%]...\n" +
+	"sets saved reports side by side over time: grouped by scenario (name and sha256), ordered by\n" +
+	"run time, each one compared with the one before as tollgate compare compares them, a chart per\n" +
+	"metric and slice with compare's noise band, and marked where compare would flag it (with the\n" +
+	"same --fail-on: a regression; without: worse beyond noise). A DIR gives its *.json files.\n" +
+	"Each point is labelled by its file name (report-$GIT_SHA.json labels it by commit). Fewer than\n" +
+	"two reports of one scenario, or a file that is not a report, exits 2.\n\nFlags:\n"
 
 type reportOptions struct {
 	out         *outputs
 	baseline    string
 	baselineAny bool
+	trend       bool
+	failOn      []string
 }
 
 func reportFlags(stderr io.Writer) (*pflag.FlagSet, *reportOptions) {
@@ -34,7 +43,9 @@ func reportFlags(stderr io.Writer) (*pflag.FlagSet, *reportOptions) {
 	fs.SetOutput(stderr)
 	o.out = addOutputFlags(fs, false)
 	fs.StringVar(&o.baseline, "baseline", "", "compare with an older report `OLD.json`: deltas and old-vs-new overlays")
-	fs.BoolVar(&o.baselineAny, "baseline-any", false, "accept a baseline from another scenario, model or host")
+	fs.BoolVar(&o.baselineAny, "baseline-any", false, "accept a baseline from another scenario, model or host (with --trend: reports of one scenario from other hosts or models)")
+	fs.BoolVar(&o.trend, "trend", false, "render the REPORT.json files and DIRs given as a trend over time (--html, --markdown)")
+	fs.StringArrayVar(&o.failOn, "fail-on", nil, "with --trend: mark a point a regression where tollgate compare PREV CUR --fail-on `METRIC.STAT:±N%` would fail (repeatable)")
 	fs.Usage = func() { fmt.Fprintf(stderr, "%s%s", reportUsage, fs.FlagUsages()) }
 	return fs, o
 }
@@ -49,6 +60,12 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	help := strings.TrimSuffix(reportUsage+fs.FlagUsages(), "\n")
 	if err := parseFlags(fs, args, help); err != nil {
 		return err
+	}
+	if o.trend {
+		return cmdTrend(fs, o, stdout, stderr)
+	}
+	if len(o.failOn) > 0 {
+		return invalid(errors.New("--fail-on marks regressions on a trend: add --trend, or use tollgate compare OLD.json NEW.json --fail-on"))
 	}
 	if fs.NArg() != 1 {
 		return invalid(fmt.Errorf("expected one REPORT.json, got %d arguments\n%s", fs.NArg(), help))

@@ -89,6 +89,7 @@ type series struct {
 	Marker int
 	Old    bool
 	Step   bool // a CDF: horizontal then vertical between points
+	Dots   bool // markers only, no line (marks on another series' points)
 	Pts    []xy
 }
 
@@ -433,6 +434,8 @@ func swatch(color, marker int, old, line bool) string {
 		if marker >= 0 {
 			fmt.Fprintf(&b, `<path class="mk" d="%s"/>`, markerPath(marker, 14, 6))
 		}
+	} else if marker >= 0 {
+		fmt.Fprintf(&b, `<path class="mk" d="%s"/>`, markerPath(marker, 14, 6)) // a series of markers alone
 	} else {
 		fmt.Fprintf(&b, `<rect class="bar" x="7" y="1" width="14" height="10" rx="1"/>`)
 	}
@@ -505,6 +508,10 @@ func (c lineChart) svgAt(g geom) (string, []legendItem) {
 			}
 			line = append(line, [2]float64{x, y})
 		}
+		if s.Dots {
+			d.Reset()
+			line = nil
+		}
 		lines = append(lines, line)
 		if d.Len() > 0 {
 			dash := ""
@@ -528,7 +535,7 @@ func (c lineChart) svgAt(g geom) (string, []legendItem) {
 			}
 		}
 		b.WriteString(`</g>`)
-		legend = append(legend, legendItem{Key: k, Name: s.Name, Swatch: swatch(s.Color, s.Marker, s.Old, true)})
+		legend = append(legend, legendItem{Key: k, Name: s.Name, Swatch: swatch(s.Color, s.Marker, s.Old, !s.Dots)})
 	}
 	if len(xv) > 0 {
 		drawRuleLabels(&b, xs, ys, c.Rules, marks, lines)
