@@ -171,17 +171,9 @@ func (o *compareOptions) check(fs *pflag.FlagSet) (compare.Options, error) {
 	if !(o.confidence > 0 && o.confidence < 1) {
 		return opts, invalid(fmt.Errorf("--confidence %v: want a level in (0, 1), e.g. 0.95", o.confidence))
 	}
-	var bad []error
-	for _, s := range o.failOn {
-		t, err := compare.ParseThreshold(s)
-		if err != nil {
-			bad = append(bad, err)
-			continue
-		}
-		opts.FailOn = append(opts.FailOn, t)
-	}
-	if len(bad) > 0 {
-		return opts, invalid(lines(bad...))
+	var err error
+	if opts.FailOn, err = parseFailOn(o.failOn); err != nil {
+		return opts, err
 	}
 	switch {
 	case o.markdown != "" && o.markdown != stdoutPath:
@@ -219,4 +211,22 @@ func writeComparison(res *compare.Result, md string, stdout io.Writer) error {
 		return fmt.Errorf("--markdown: %w", err)
 	}
 	return nil
+}
+
+// parseFailOn parses --fail-on thresholds, naming every bad one at once.
+func parseFailOn(specs []string) ([]compare.Threshold, error) {
+	var out []compare.Threshold
+	var bad []error
+	for _, s := range specs {
+		t, err := compare.ParseThreshold(s)
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		out = append(out, t)
+	}
+	if len(bad) > 0 {
+		return nil, invalid(lines(bad...))
+	}
+	return out, nil
 }

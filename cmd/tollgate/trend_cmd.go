@@ -41,17 +41,9 @@ func cmdTrend(fs *pflag.FlagSet, o *reportOptions, stdout, stderr io.Writer) err
 		return invalid(errors.New("--trend: give the reports, as files or directories of *.json, e.g. tollgate report --trend nightly/ --html trend.html"))
 	}
 	opts := compare.Options{AllowAny: o.baselineAny}
-	var bad []error
-	for _, s := range o.failOn {
-		t, err := compare.ParseThreshold(s)
-		if err != nil {
-			bad = append(bad, err)
-			continue
-		}
-		opts.FailOn = append(opts.FailOn, t)
-	}
-	if len(bad) > 0 {
-		return invalid(lines(bad...))
+	var err error
+	if opts.FailOn, err = parseFailOn(o.failOn); err != nil {
+		return err
 	}
 	files, err := trendFiles(fs.Args())
 	if err != nil {
@@ -65,6 +57,7 @@ func cmdTrend(fs *pflag.FlagSet, o *reportOptions, stdout, stderr io.Writer) err
 		return invalid(err) // errOutputs
 	}
 	var in []trend.Input
+	var bad []error
 	for _, f := range files {
 		r, err := foreign.ReadFile(f)
 		if err != nil {
