@@ -54,9 +54,14 @@ type Capacity struct {
 	HoldS       *float64 `json:"hold_s,omitempty"`
 	HoldWantedS *float64 `json:"hold_wanted_s,omitempty"`
 	Bracket     Bracket  `json:"bracket"`
-	// BoundBy is the objective that failed at bracket.fail ("saturated"
-	// when only saturation did, "max" when nothing failed up to max).
+	// BoundBy is the objective that failed at bracket.fail, the one
+	// furthest past its limit when several did ("saturated" when only
+	// saturation did, "max" when nothing failed up to max). BoundValue is
+	// its statistic there; AlsoFailed the other objectives that failed
+	// there, in the order written. Both absent in reports before them.
 	BoundBy      string           `json:"bound_by"`
+	BoundValue   *float64         `json:"bound_value,omitempty"`
+	AlsoFailed   []string         `json:"also_failed,omitempty"`
 	Stop         string           `json:"stop"`
 	PrecisionPct float64          `json:"precision_pct"`
 	Min          float64          `json:"min"`

@@ -393,7 +393,7 @@ func TestSchemaCommand(t *testing.T) {
 
 // Every example runs end to end and passes its own gates.
 // timed are the examples whose gates judge throughput or latency under load.
-var timed = map[string]bool{"capacity.yaml": true, "load-sweep.yaml": true, "serving.yaml": true, "quickstart.yaml": true,
+var timed = map[string]bool{"capacity.yaml": true, "mlperf-server.yaml": true, "load-sweep.yaml": true, "serving.yaml": true, "quickstart.yaml": true,
 	"agent.yaml": true, "chat-sessions.yaml": true, "trace-replay.yaml": true, "route-session-live.yaml": true,
 	"reasoning.yaml": true, "anthropic.yaml": true, "dataset.yaml": true, "sharded-load.yaml": true}
 

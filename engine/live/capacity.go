@@ -264,10 +264,10 @@ func finishCapacity(out *report.Capacity, s *search, c *scenarios.Capacity) {
 	out.BoundBy = report.CapacityAtMax
 	if s.fail > 0 {
 		out.Bracket.Fail = report.F(s.fail)
-		out.BoundBy = ""
+		out.BoundBy, out.BoundValue, out.AlsoFailed = "", nil, nil
 		for _, pr := range out.Probes {
 			if pr.Value == s.fail && pr.Verdict != report.ProbePass {
-				out.BoundBy = boundBy(pr)
+				out.BoundBy, out.BoundValue, out.AlsoFailed = boundBy(pr, c.Objectives)
 			}
 		}
 	}
@@ -309,21 +309,60 @@ func failedObjective(pr *report.CapacityProbe, text string) bool {
 	return false
 }
 
-// boundBy names what failed a probe: its first failed objective, else
-// saturation.
-func boundBy(pr *report.CapacityProbe) string {
-	for _, o := range pr.Objectives {
-		if !o.Pass {
-			return o.Objective
+// boundBy names what failed a probe: of its failed objectives, the one
+// furthest past its limit (relative to the limit: under a load that only
+// grows, that one crossed its limit first, at a lower load), with its value
+// and the others that failed too; else saturation, else the first reason.
+func boundBy(pr *report.CapacityProbe, objs scenarios.Objectives) (string, *float64, []string) {
+	best, worst := -1, 0.0
+	for i, o := range pr.Objectives {
+		if o.Pass {
+			continue
+		}
+		if x := excess(o, objs); best < 0 || x > worst {
+			best, worst = i, x
 		}
 	}
+	if best >= 0 {
+		var also []string
+		for i, o := range pr.Objectives {
+			if !o.Pass && i != best {
+				also = append(also, o.Objective)
+			}
+		}
+		return pr.Objectives[best].Objective, pr.Objectives[best].Value, also
+	}
 	if pr.Verdict == report.ProbeSaturated {
-		return report.ProbeSaturated
+		return report.ProbeSaturated, nil, nil
 	}
 	if len(pr.Reasons) > 0 {
-		return pr.Reasons[0]
+		return pr.Reasons[0], nil, nil
 	}
-	return ""
+	return "", nil, nil
+}
+
+// excess is how far a failed objective's value is past its limit, as a
+// ratio (value ÷ limit for <=, limit ÷ value for >=); a value that is
+// absent, or past a limit of 0, is infinitely far.
+func excess(ov report.ObjectiveValue, objs scenarios.Objectives) float64 {
+	inf := math.Inf(1)
+	if ov.Value == nil {
+		return inf
+	}
+	for _, o := range objs {
+		if o.Text != ov.Objective {
+			continue
+		}
+		v := *ov.Value
+		switch {
+		case o.Op == "<=" && o.Limit > 0:
+			return v / o.Limit
+		case o.Op == ">=" && v > 0:
+			return o.Limit / v
+		}
+		return inf
+	}
+	return 1
 }
 
 // window is a probe's measured window at value v: probe.duration, stretched

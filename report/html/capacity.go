@@ -71,7 +71,7 @@ func (c *charts) capacity() []figure {
 					note += " and the capacity found"
 				}
 				if cp.Bracket.Fail != nil {
-					note += fmt.Sprintf(" (fails at %s, bound by %s)", fmtNum(*cp.Bracket.Fail), cp.BoundBy)
+					note += " (" + view.CapacityBound(cp) + ")"
 				}
 				figs = append(figs, ch.figure(note+"."))
 			}
@@ -173,11 +173,7 @@ func capacityViewOf(pn string, c *report.Capacity) capacityView {
 		v.Facts = append(v.Facts, kv{fmt.Sprintf("%g %% interval", iv.ConfidencePct), end(iv.Low) + " – " + end(iv.High) + unit})
 	}
 	v.Facts = append(v.Facts, kv{"hold", holdText(c)})
-	bound := "nothing failed up to the maximum, " + fmtNum(c.Max)
-	if c.Bracket.Fail != nil {
-		bound = fmt.Sprintf("%s, bound by %s", fmtNum(*c.Bracket.Fail), c.BoundBy)
-	}
-	v.Facts = append(v.Facts, kv{"fails at", bound},
+	v.Facts = append(v.Facts, kv{"what bound it", view.CapacityBound(c)},
 		kv{"search stopped", stopText(c)},
 		kv{"probes", fmt.Sprintf("%d in %.1f s", c.ProbeCount, c.WallS)})
 	for i, p := range c.Probes {

@@ -56,6 +56,7 @@ func Write(w io.Writer, r *report.Report) error {
 	writeLiveTable(ew, live)
 	writeLoadTable(ew, live)
 	writeServerTable(ew, live)
+	writeCapacityTable(ew, r)
 	writeGatesTable(ew, r)
 
 	if fr := view.FailedRuns(r); len(fr) > 0 {
@@ -208,6 +209,19 @@ func writeRunsTable(w io.Writer, live []view.LiveRun, heading string, cols []str
 			}
 			tableRow(w, row)
 		}
+	}
+}
+
+// writeCapacityTable writes what each capacity search found and what
+// bound it, when a run has one.
+func writeCapacityTable(w io.Writer, r *report.Report) {
+	for i, cs := range view.Capacities(r) {
+		if i == 0 {
+			fmt.Fprint(w, "\n### Capacity\n\n")
+			tableHeader(w, []string{"run", "phase", "capacity", "confirmed", "what bound it", "stop", "probes"}, 5)
+		}
+		c := cs.Capacity
+		tableRow(w, []string{cs.Run, cs.Phase, view.CapacityFound(c), fmt.Sprint(c.Confirmed), view.CapacityBound(c), c.Stop, fmt.Sprintf("%d in %.1f s", c.ProbeCount, c.WallS)})
 	}
 }
 
