@@ -183,7 +183,9 @@ func ignored(p string) bool {
 	// A capacity interval's side is there only when a probe passed or
 	// failed beyond its noise, which the machine's load decides (a busy
 	// one made every probe above the found value unclear, so no high).
-	if capacitySide.MatchString(p) {
+	// bound_value is there only when an objective (not saturation, not
+	// max) bound the search, which the server decides.
+	if capacitySide.MatchString(p) || strings.HasSuffix(p, ".capacity.bound_value") {
 		return true
 	}
 	// Coalesced token events are there only when the client read late,

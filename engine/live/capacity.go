@@ -142,6 +142,11 @@ func (capacityKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 	err = r.runSearch(ctx, p, prompts, s, out, started)
 	out.WallS = time.Since(started).Seconds()
 	finishCapacity(out, s, c)
+	if _, shape := r.send.(*shapeSender); shape && len(c.Objectives) > 0 {
+		// A real search bound by an objective has its value; the shape's
+		// max only saturates, so it holds the key a gate may read.
+		out.BoundValue = report.F(1)
+	}
 	if err == nil && s.stop == report.CapacityBelowMin {
 		return belowMin(out, c)
 	}
