@@ -15,15 +15,16 @@ import (
 // read size: the floor reads as much as one read can return.
 const ReadBytes = 64 << 10
 
-// Drain reads c until EOF into buf, calling each (when set) with what one
-// read returned, and returns the bytes read.
-func Drain(c net.Conn, buf []byte, each func([]byte)) (int64, error) {
+// Drain reads c into buf until EOF, or until each (when set), called with
+// what one read returned, says the stream is done (a response on a kept-alive
+// connection), and returns the bytes read.
+func Drain(c net.Conn, buf []byte, each func([]byte) (done bool)) (int64, error) {
 	var total int64
 	for {
 		n, err := c.Read(buf)
 		total += int64(n)
-		if n > 0 && each != nil {
-			each(buf[:n])
+		if n > 0 && each != nil && each(buf[:n]) {
+			return total, nil
 		}
 		if errors.Is(err, io.EOF) {
 			return total, nil
