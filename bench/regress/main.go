@@ -448,7 +448,12 @@ func runBare(self, base string, s shape) (result, error) {
 		return result{}, fmt.Errorf("bare reader printed %q: %w", out, err)
 	}
 	// It does not parse, so its token events are those the server was asked
-	// for: the simulator sends max_tokens content events per request.
+	// for: the simulator sends max_tokens content events per request
+	// (ignore_eos). An event is over 150 bytes; fewer bytes mean streams
+	// ended early and the figures would be wrong.
+	if min := int64(s.requests) * int64(s.toks) * 150; br.Bytes < min {
+		return result{}, fmt.Errorf("bare reader: %d bytes for %d requests of %d tokens, under %d: streams ended early", br.Bytes, s.requests, s.toks, min)
+	}
 	return result{
 		wall:         time.Since(start),
 		cpuS:         (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
@@ -483,7 +488,11 @@ func bareMain(args []string) error {
 	}
 	// A prompt of about 64 words, as the tollgate scenario asks for.
 	prompt := strings.TrimSpace(strings.Repeat("bare reader prompt word ", 16))
-	body := fmt.Sprintf(`{"model":"tollgate-sim","messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":true}`, prompt, *tokens)
+	// ignore_eos and include_usage as engine/openai sends them: without
+	// ignore_eos the simulator ends a stream at its drawn EOS, short of
+	// max_tokens.
+	body := fmt.Sprintf(`{"model":"tollgate-sim","messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":true,`+
+		`"temperature":0,"top_p":1,"ignore_eos":true,"stream_options":{"include_usage":true}}`, prompt, *tokens)
 	req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
 		u.Host, len(body), body))
 
