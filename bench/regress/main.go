@@ -4,7 +4,7 @@
 // a measuring tool: it has no thresholds and fails only when something
 // cannot run.
 //
-//	go run ./bench/regress -old 63e1d5a          # 5 rounds, about 2 minutes on 2 cores
+//	go run ./bench/regress -old 63e1d5a          # 9 rounds, under 2 minutes on 2 cores
 //	go run ./bench/regress -smoke                # 1 round, tiny sizes (.ci/run)
 //
 // The new build is the working tree; the old one is built from a temporary
@@ -58,7 +58,7 @@ func main() {
 		return
 	}
 	old := flag.String("old", "HEAD~50", "the older commit to build and compare against")
-	rounds := flag.Int("rounds", 5, "interleaved rounds of [old, new, bare] per case")
+	rounds := flag.Int("rounds", 9, "interleaved rounds of [old, new, bare] per case")
 	streams := flag.Int("streams", 32, "concurrent streams of the streaming case")
 	tokens := flag.Int("tokens", 256, "tokens per request of the streaming case")
 	shortReqs := flag.Int("short-requests", 1024, "requests of the 16-token case (at -streams concurrency)")
