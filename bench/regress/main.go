@@ -449,11 +449,7 @@ func runBare(self, base string, s shape) (result, error) {
 	}
 	// It does not parse, so its token events are those the server was asked
 	// for: the simulator sends max_tokens content events per request
-	// (ignore_eos). An event is over 150 bytes; fewer bytes mean streams
-	// ended early and the figures would be wrong.
-	if min := int64(s.requests) * int64(s.toks) * 150; br.Bytes < min {
-		return result{}, fmt.Errorf("bare reader: %d bytes for %d requests of %d tokens, under %d: streams ended early", br.Bytes, s.requests, s.toks, min)
-	}
+	// (ignore_eos); readBare checks the bytes say so.
 	return result{
 		wall:         time.Since(start),
 		cpuS:         (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
@@ -482,9 +478,19 @@ func bareMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	u, err := url.Parse(*base)
+	br, err := readBare(*base, *conc, *requests, *tokens)
 	if err != nil {
 		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(br)
+}
+
+// readBare sends requests requests of tokens tokens to base over conc
+// kept-alive connections and reads them as described at bareMain.
+func readBare(base string, conc, requests, tokens int) (bareReport, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return bareReport{}, err
 	}
 	// A prompt of about 64 words, as the tollgate scenario asks for.
 	prompt := strings.TrimSpace(strings.Repeat("bare reader prompt word ", 16))
@@ -492,17 +498,17 @@ func bareMain(args []string) error {
 	// ignore_eos the simulator ends a stream at its drawn EOS, short of
 	// max_tokens.
 	body := fmt.Sprintf(`{"model":"tollgate-sim","messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":true,`+
-		`"temperature":0,"top_p":1,"ignore_eos":true,"stream_options":{"include_usage":true}}`, prompt, *tokens)
+		`"temperature":0,"top_p":1,"ignore_eos":true,"stream_options":{"include_usage":true}}`, prompt, tokens)
 	req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
 		u.Host, len(body), body))
 
 	var next atomic.Int64
-	ttfb := make([]float64, *requests)
+	ttfb := make([]float64, requests)
 	var total atomic.Int64
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for range *conc {
+	for range conc {
 		wg.Go(func() {
 			c, err := net.Dial("tcp", u.Host)
 			if err != nil {
@@ -513,7 +519,7 @@ func bareMain(args []string) error {
 			buf := make([]byte, bare.ReadBytes)
 			for ctx.Err() == nil {
 				i := int(next.Add(1)) - 1
-				if i >= *requests {
+				if i >= requests {
 					return
 				}
 				sent := time.Now()
@@ -549,10 +555,15 @@ func bareMain(args []string) error {
 	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
-		return err
+		return bareReport{}, err
+	}
+	// An event is over 150 bytes; fewer bytes mean streams ended early (or
+	// a body's end was seen too soon) and every figure would be wrong.
+	if least := int64(requests) * int64(tokens) * 150; total.Load() < least {
+		return bareReport{}, fmt.Errorf("%d bytes for %d requests of %d tokens, under %d: streams ended early", total.Load(), requests, tokens, least)
 	}
 	slices.Sort(ttfb)
-	return json.NewEncoder(os.Stdout).Encode(bareReport{Requests: *requests, Bytes: total.Load(), TTFBP50MS: stats.NearestRank(ttfb, 50)})
+	return bareReport{Requests: requests, Bytes: total.Load(), TTFBP50MS: stats.NearestRank(ttfb, 50)}, nil
 }
 
 func loadavg() string {
