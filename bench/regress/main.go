@@ -89,6 +89,7 @@ func main() {
 // result is one client's run of one case.
 type result struct {
 	cpuS         float64 // user+sys of the whole child process (start-up and report included)
+	userS        float64 // its user part: the regression was in user space
 	events       float64 // token events received
 	requests     float64 // requests that succeeded
 	ttfbP50MS    float64
@@ -99,6 +100,14 @@ type result struct {
 
 func (r result) usPerEvent() float64 { return r.cpuS / r.events * 1e6 }
 func (r result) usPerReq() float64   { return r.cpuS / r.requests * 1e6 }
+
+// userPer is the user CPU in µs per token event (stream case) or per request.
+func (r result) userPer(s shape) float64 {
+	if s.name == "short" {
+		return r.userS / r.requests * 1e6
+	}
+	return r.userS / r.events * 1e6
+}
 
 func run(c config) error {
 	repo, err := os.Getwd()
@@ -192,12 +201,13 @@ type figure struct {
 }
 
 func figures(s shape) []figure {
-	cpu := figure{"CPU µs/event", true, result.usPerEvent}
+	cpu, user := figure{"CPU µs/event", true, result.usPerEvent}, "user µs/event"
 	if s.name == "short" {
-		cpu = figure{"CPU µs/request", true, result.usPerReq}
+		cpu, user = figure{"CPU µs/request", true, result.usPerReq}, "user µs/request"
 	}
 	return []figure{
 		cpu,
+		{user, true, func(r result) float64 { return r.userPer(s) }},
 		{"TTFB p50 ms", false, func(r result) float64 { return r.ttfbP50MS }},
 		{"TTFT p50 ms", false, func(r result) float64 { return r.ttftP50MS }},
 	}
@@ -210,8 +220,8 @@ func printRound(round int, s shape, got map[string][]result, clients []string) {
 	fmt.Printf("round %d  %s (%d streams × %d tokens, %d requests)\n", round, s.name, s.concurrency, s.toks, s.requests)
 	for _, cl := range clients {
 		r := last(cl)
-		fmt.Printf("   %-4s  CPU %6.3fs  %7.2f µs/event  %7.1f µs/request  TTFB p50 %6.3f ms  TTFT p50 %s  (%.1f events/request, wall %.1fs)\n",
-			cl, r.cpuS, r.usPerEvent(), r.usPerReq(), r.ttfbP50MS, ms(r.ttftP50MS), r.eventsPerReq, r.wall.Seconds())
+		fmt.Printf("   %-4s  CPU %6.3fs (user %5.3fs)  %7.2f µs/event  %7.1f µs/request  TTFB p50 %6.3f ms  TTFT p50 %s  (%.1f events/request, wall %.1fs)\n",
+			cl, r.cpuS, r.userS, r.usPerEvent(), r.usPerReq(), r.ttfbP50MS, ms(r.ttftP50MS), r.eventsPerReq, r.wall.Seconds())
 	}
 	var parts []string
 	for _, f := range figures(s) {
@@ -222,11 +232,11 @@ func printRound(round int, s shape, got map[string][]result, clients []string) {
 			}
 			v := a - b
 			if f.ratio {
-				v = a / b
+				v = ratio(a, b)
 			}
 			parts = append(parts, formatPair(f, p, v))
 		}
-		fmt.Printf("   %-15s %s\n", f.name, strings.Join(parts, "   "))
+		fmt.Printf("   %-16s %s\n", f.name, strings.Join(parts, "   "))
 		parts = parts[:0]
 	}
 }
@@ -249,7 +259,7 @@ func printMedians(c config, got []map[string][]result, clients []string) {
 				for i := range a {
 					x, y := f.of(a[i]), f.of(b[i])
 					if f.ratio {
-						d[i] = x / y
+						d[i] = ratio(x, y)
 					} else {
 						d[i] = x - y
 					}
@@ -258,7 +268,7 @@ func printMedians(c config, got []map[string][]result, clients []string) {
 					cells = append(cells, formatPair(f, p, v))
 				}
 			}
-			fmt.Printf("   %-15s %s\n", f.name, strings.Join(cells, "   "))
+			fmt.Printf("   %-16s %s\n", f.name, strings.Join(cells, "   "))
 		}
 	}
 }
@@ -268,6 +278,15 @@ func formatPair(f figure, p [2]string, v float64) string {
 		return fmt.Sprintf("%s/%s %.3f", p[0], p[1], v)
 	}
 	return fmt.Sprintf("%s−%s %+.3f", p[0], p[1], v)
+}
+
+// ratio is a/b, NaN (not printed) when b is 0: a tiny run's user CPU can
+// read 0 at rusage's resolution.
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return nan
+	}
+	return a / b
 }
 
 func mapOf(rs []result, f func(result) float64) []float64 {
@@ -390,7 +409,8 @@ func runTollgate(bin, dir, base string, s shape) (result, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("%s run: %w\n%s", bin, err, out)
 	}
-	r := result{wall: time.Since(start), cpuS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
+	r := result{wall: time.Since(start), cpuS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
+		userS: cmd.ProcessState.UserTime().Seconds()}
 	b, err := os.ReadFile(rep)
 	if err != nil {
 		return result{}, err
@@ -453,6 +473,7 @@ func runBare(self, base string, s shape) (result, error) {
 	return result{
 		wall:         time.Since(start),
 		cpuS:         (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
+		userS:        cmd.ProcessState.UserTime().Seconds(),
 		requests:     float64(br.Requests),
 		events:       float64(br.Requests * s.toks),
 		eventsPerReq: float64(s.toks),
