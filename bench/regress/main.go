@@ -360,10 +360,13 @@ func serve(bin string, args ...string) (*server, error) {
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	i := strings.Index(line, "http://")
-	if err != nil || i < 0 {
+	if err == nil && i < 0 {
+		err = errors.New("no URL")
+	}
+	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("serve printed %q: %v", line, err)
+		return nil, fmt.Errorf("serve printed %q: %w", line, err)
 	}
 	go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
 	return &server{cmd: cmd, url: strings.Fields(line[i:])[0]}, nil
