@@ -108,7 +108,7 @@ func readLLMD(m map[string]any) (*report.Report, error) {
 		}
 	}
 	if _, ok := lat["time_to_first_token"]; !ok && r.err == nil {
-		r.fail(at(lay.latency, "time_to_first_token"), "missing; v0.1 requires it and tollgate compares by it")
+		r.fail(at(lay.latency, "time_to_first_token"), "missing; v0.1 requires it, a v0.2 report of a streaming load has it, and tollgate compares by it")
 	}
 	lp := &report.LoadPoint{}
 	notes := []string{llmdNoteTTFT, llmdNoteTPOT, llmdNoteITL, llmdNoteE2E, llmdNoteTok}
