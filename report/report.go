@@ -53,7 +53,7 @@ type Report struct {
 	// and in the reports of tollgates that did not check.
 	Invalid []Invalidity `json:"invalid,omitempty"`
 	// Imported is set on a report read from another tool's result file
-	// (report/foreign: vLLM, GuideLLM, AIPerf), never on one tollgate
+	// (report/foreign: vLLM, GuideLLM, AIPerf, llm-d), never on one tollgate
 	// measured: which tool, what was recognised of its version, and how
 	// its definitions differ from tollgate's, for every reader to say.
 	// In memory only: such a report is compared, rendered and judged,

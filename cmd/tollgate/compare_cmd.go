@@ -18,8 +18,9 @@ const compareUsage = `Usage: tollgate compare OLD.json NEW.json [--fail-on METRI
 
 Compares two reports of the same scenario metric by metric, like with like.
 Either may be another tool's result, recognised by its content: a vLLM bench
-serve --save-result file, a GuideLLM benchmarks.json or an AIPerf
-profile_export_aiperf.json (docs/report.md, "Other tools' results"); the
+serve --save-result file, a GuideLLM benchmarks.json, an AIPerf
+profile_export_aiperf.json or an llm-d benchmark report (JSON, v0.1 or
+v0.2.x) (docs/report.md, "Other tools' results"); the
 comparison then lists the definition notes: where that tool defines a metric
 otherwise than tollgate. Compared:
 per prompt size, variant and load point (a phase's distribution pooled over

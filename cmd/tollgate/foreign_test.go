@@ -30,6 +30,8 @@ var foreignFixtures = []struct {
 	{"vllm-serve-summary.json", "tpot_ms: vLLM's TPOT is (latency − ttft) ÷ (output tokens − 1), the first token excluded", false},
 	{"guidellm-concurrent.json", "tpot_ms ← GuideLLM's inter_token_latency_ms", true},
 	{"aiperf-chat-records.json", "tpot_ms ← AIPerf's inter_token_latency", false},
+	{"llmd-v0_1-vllm.json", "tpot_ms ← time_per_output_token: the schema's TPOT", false},
+	{"llmd-v0_2_1-inference-perf.json", "itl_ms ← inter_token_latency: the harness's ITL", false},
 }
 
 // runSmallLoad runs smallLoad through the binary and returns its report.
@@ -52,7 +54,7 @@ func rowOf(table, path string) string {
 	return ""
 }
 
-// TestCompareOtherToolsResults: compare takes a vLLM, GuideLLM or AIPerf
+// TestCompareOtherToolsResults: compare takes a vLLM, GuideLLM, AIPerf or llm-d
 // result, by its content, beside a tollgate run of a similar workload:
 // only with --baseline-any, with the tool's figures in the table and its
 // definition notes under it; a summary without per-request values
@@ -121,7 +123,7 @@ func TestCompareOtherToolsResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := tollgate(t, "compare", tg, odd)
-		for _, want := range []string{odd + ": not a tollgate report: no schema_version", "tollgate reads a tollgate report", "vLLM bench serve result", "GuideLLM", "AIPerf"} {
+		for _, want := range []string{odd + ": not a tollgate report: no schema_version", "tollgate reads a tollgate report", "vLLM bench serve result", "GuideLLM", "AIPerf", "llm-d benchmark report"} {
 			if r.code != ExitInvalid || !strings.Contains(r.stderr, want) {
 				t.Errorf("exit %d, stderr lacks %q:\n%s", r.code, want, r.stderr)
 			}

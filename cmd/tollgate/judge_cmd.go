@@ -27,7 +27,7 @@ const judgeUsage = "Usage: tollgate judge SCENARIO REPORT.json [flags]\n\n" +
 	"(min ≤ p50 ≤ … ≤ max, succeeded + errors = requests, rates ≥ 0); one that fails is\n" +
 	"refused naming the JSON path. A report whose measurement is invalid (a merge with a\n" +
 	"shard that started late: its invalid list) is judged, but exits 3.\n" +
-	"REPORT.json may be another tool's result (vLLM bench serve, GuideLLM, AIPerf; see\n" +
+	"REPORT.json may be another tool's result (vLLM bench serve, GuideLLM, AIPerf, llm-d; see\n" +
 	"docs/report.md): what it measured cannot be checked against the scenario, which\n" +
 	"stderr says; its run and load phase take the scenario's names.\n" +
 	"Exits like run: 0 every gate passed, 1 a gate failed, 2 bad input (a report from\n" +

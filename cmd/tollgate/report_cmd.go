@@ -17,7 +17,7 @@ const reportUsage = "Usage: tollgate report REPORT.json [--html PATH] [--junit P
 	"target and host; with --baseline, set against an older report), JUnit,\n" +
 	"Markdown, CSV or a vLLM result, exactly as tollgate run would have written them.\n" +
 	"REPORT.json (and OLD.json) may be another tool's result, recognised by its content:\n" +
-	"vLLM bench serve, GuideLLM, AIPerf; the page then shows its definition notes.\n" +
+	"vLLM bench serve, GuideLLM, AIPerf, llm-d; the page then shows its definition notes.\n" +
 	"A baseline must come from the same scenario, model and host, as tollgate compare and\n" +
 	"run --baseline require; one that does not is refused (exit 2) naming what differs,\n" +
 	"unless --baseline-any.\n\n" +

@@ -4,7 +4,8 @@
 // A result file is recognised by its content, never by its name: a vLLM
 // `benchmark_serving.py` / `vllm bench serve --save-result` file (one JSON
 // object, or one a line as --append-result writes them), a GuideLLM
-// `benchmarks.json`, an NVIDIA AIPerf `profile_export_aiperf.json`. Each is
+// `benchmarks.json`, an NVIDIA AIPerf `profile_export_aiperf.json`, an
+// llm-d benchmark report (v0.1 or v0.2.x, as JSON). Each is
 // mapped onto tollgate's own report types and metric table (report.Metrics):
 // one run of one load phase, one load point per benchmark. Per-request
 // values, where the file has them, become request samples folded by
@@ -42,7 +43,8 @@ var ErrFormat = fmt.Errorf("%w as this tollgate reads it", report.ErrNotReport)
 // Expected is what a reader of reports accepts, for errors that say what
 // a file was expected to be.
 const Expected = "a tollgate report (schema_version, tool.name \"tollgate\"), a vLLM bench serve result (--save-result: backend or endpoint_type, model_id, num_prompts, …), " +
-	"a GuideLLM benchmarks.json (v0.2/v0.3: benchmarks[].metrics) or an AIPerf profile_export_aiperf.json (records of time_to_first_token, request_latency, …)"
+	"a GuideLLM benchmarks.json (v0.2/v0.3: benchmarks[].metrics), an AIPerf profile_export_aiperf.json (records of time_to_first_token, request_latency, …) " +
+	"or an llm-d benchmark report in JSON (v0.1: version, scenario, metrics; v0.2.x: version, run, scenario, results)"
 
 // ReadFile reads the tollgate report or other tool's result at path,
 // recognised by its content, under report.ReadFile's rules (a regular
@@ -79,7 +81,8 @@ func Decode(path string, data []byte) (*report.Report, error) {
 		rep, err = readAIPerf(first)
 		as = AIPerfTool
 	case toolLLMD:
-		err = fmt.Errorf("%w: an llm-d benchmark report (version, scenario, metrics), which this tollgate does not read; it reads %s", ErrFormat, Expected)
+		rep, err = readLLMD(first)
+		as = LLMDTool
 	default:
 		rep, err = report.DecodeFile(path, data)
 		if err != nil {
@@ -161,7 +164,7 @@ func detect(data []byte) (int, map[string]any) {
 		return toolGuideLLM, m
 	case has("records") || isAIPerfFlat(m):
 		return toolAIPerf, m
-	case has("scenario", "metrics", "version"):
+	case has("version", "scenario") && (has("metrics") || has("results")):
 		return toolLLMD, m
 	}
 	return toolUnknown, m

@@ -491,8 +491,8 @@ func TestRefused(t *testing.T) {
 		{"AIPerf: unknown unit", strings.Replace(aiperf, `"unit": "ms", "avg": 33.41`, `"unit": "fortnights", "avg": 33.41`, 1),
 			[]string{`/records/time_to_first_token/unit: "fortnights": want one of`}},
 		{"AIPerf: no request count", strings.Replace(aiperf, `"request_count": {`, `"requests_counted": {`, 1), []string{"/records/request_count: missing"}},
-		{"llm-d", `{"version": "0.1", "scenario": {}, "metrics": {}}`, []string{"an llm-d benchmark report", "does not read"}},
-		{"unknown JSON", `{"name": "x"}`, []string{"not a tollgate report: no schema_version", "tollgate reads a tollgate report", "vLLM bench serve", "GuideLLM", "AIPerf"}},
+		{"llm-d: empty", `{"version": "0.1", "scenario": {}, "metrics": {}}`, []string{"x.json (read as a result of llm-d benchmark report): /metrics/requests: missing"}},
+		{"unknown JSON", `{"name": "x"}`, []string{"not a tollgate report: no schema_version", "tollgate reads a tollgate report", "vLLM bench serve", "GuideLLM", "AIPerf", "llm-d"}},
 		{"an array", `[1, 2]`, []string{"not a tollgate report"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -589,6 +589,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"model_id": "m", "num_prompts": 1, "backend": "vllm"}`))
 	f.Add([]byte(`{"benchmarks": [{"args": {"strategy": {"type_": "synchronous"}}}]}`))
 	f.Add([]byte(`{"records": {"time_to_first_token": {"unit": "ms", "avg": 1}}}`))
+	f.Add([]byte(`{"version": "0.2.1", "scenario": {}, "results": {}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Decode("f.json", data)
 		if err == nil && r.Imported != nil {
