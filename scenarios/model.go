@@ -408,7 +408,7 @@ type PromptSpec struct {
 }
 
 // Phase is one step of a run. Which keys apply depends on the kind and on
-// the target kind; see phaseKindTable.
+// the target kind; see phaseKindTable (kinds.go).
 type Phase struct {
 	Meta        `json:"-"`
 	Name        string `json:"name"`
@@ -430,10 +430,6 @@ type Phase struct {
 	FilePrompts []*RequestSpec `yaml:"-" json:"-"`
 	// Dataset is what prompt.dataset held (dataset.go).
 	Dataset *DatasetInfo `yaml:"-" json:"-"`
-
-	// Trace phases (trace.go).
-	Trace     TraceSpec  `yaml:"trace" json:"trace"`
-	TraceInfo *TraceInfo `yaml:"-" json:"-"`
 
 	// Load phases.
 	Concurrency int      `yaml:"concurrency" json:"concurrency,omitempty"`
