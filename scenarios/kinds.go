@@ -10,6 +10,8 @@ type KindFields struct {
 	Conversation `yaml:",inline"`
 	// Trace phases (trace.go).
 	TraceFields `yaml:",inline"`
+	// Capacity phases (capacity.go).
+	CapacityFields `yaml:",inline"`
 }
 
 // KindSpec is what loading a scenario knows of one phase kind: its name,
@@ -46,7 +48,7 @@ var phaseKindTable = []KindSpec{
 	TraceKind(),
 	{name: PhaseSessions, keys: sessionsKeys, check: onErrs(checkConversation), targets: checkConversationContext},
 	{name: PhaseAgent, keys: agentKeys, check: onErrs(checkConversation), targets: checkConversationContext},
-	{name: PhaseCapacity, keys: capacityKeys, dists: true, check: onErrs(checkCapacity)},
+	CapacityKind(),
 }
 
 // Name is the kind's name, as a phase's kind: key writes it.

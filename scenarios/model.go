@@ -447,8 +447,6 @@ type Phase struct {
 	Shared         SharedPrefix `yaml:"shared_prefix" json:"shared_prefix"`
 	// StopWhenSaturated ends a sweep after its first saturated point.
 	StopWhenSaturated bool `yaml:"stop_when_saturated" json:"stop_when_saturated,omitempty"`
-	// Capacity is a capacity phase's search (see capacity.go).
-	Capacity Capacity `yaml:"capacity" json:"capacity"`
 	// PromptDist and MaxTokensDist are set when prompt_tokens or max_tokens
 	// is a distribution rather than a number (load phases).
 	PromptDist    *Dist `yaml:"-" json:"prompt_dist,omitempty"`

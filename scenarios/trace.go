@@ -14,7 +14,7 @@ import (
 const PhaseTrace = "trace"
 
 // TraceKind is the trace kind's scenario side: its keys and checks. The
-// live side is live's traceKind; engine's kind table pairs them.
+// live side is live's traceKind; engine/live/kinds.go names it.
 func TraceKind() KindSpec {
 	return KindSpec{name: PhaseTrace, keys: traceKeys, check: checkTrace}
 }

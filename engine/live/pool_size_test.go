@@ -47,7 +47,9 @@ func TestPoolSizeByKind(t *testing.T) {
 		return p
 	}
 	capacity := func(max float64) *scenarios.Phase {
-		return &scenarios.Phase{Kind: scenarios.PhaseCapacity, Capacity: scenarios.Capacity{Max: max}}
+		p := &scenarios.Phase{Kind: scenarios.PhaseCapacity}
+		p.Capacity.Max = max
+		return p
 	}
 	for _, c := range []struct {
 		name   string
