@@ -51,19 +51,22 @@ type RunOptions struct {
 	Shard *live.Shard
 }
 
-// Drivers are the target kinds by name, the one registry of them: a live
-// kind's entry also names the wire protocol it speaks and what that
-// protocol's answers hold.
-var Drivers = map[string]Driver{
-	scenarios.KindSeam:     seamDriver{},
-	scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI()},
-	scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI()},
-	// The Messages API: the same executor, another protocol.
-	scenarios.KindAnthropic: liveDriver{protocol: live.Protocol{Client: live.ClientOf(anthropic.New), UncountedReasoning: true}},
+// Drivers are the target kinds by name, the engine's registry of them: a
+// live kind's entry also names the wire protocol it speaks and what that
+// protocol's answers hold. A function, not a variable, so no caller can
+// swap a kind's driver for everyone.
+func Drivers() map[string]Driver {
+	return map[string]Driver{
+		scenarios.KindSeam:     seamDriver{},
+		scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI()},
+		scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI()},
+		// The Messages API: the same executor, another protocol.
+		scenarios.KindAnthropic: liveDriver{protocol: live.Protocol{Client: live.ClientOf(anthropic.New), UncountedReasoning: true}},
+	}
 }
 
 func driverOf(run *scenarios.Run) (Driver, error) {
-	d, ok := Drivers[run.Target.Kind]
+	d, ok := Drivers()[run.Target.Kind]
 	if !ok {
 		return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
 	}

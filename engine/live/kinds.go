@@ -39,18 +39,21 @@ type PhaseKind interface {
 	MaxInFlight(p *scenarios.Phase) int
 }
 
-// Kinds are the live phase kinds by name.
-var Kinds = map[string]PhaseKind{
-	scenarios.PhaseWarmup:      warmupKind{},
-	scenarios.PhasePrefill:     prefillKind{},
-	scenarios.PhaseDecode:      decodeKind{},
-	scenarios.PhasePrefixCache: prefixCacheKind{},
-	scenarios.PhaseRequests:    requestsKind{},
-	scenarios.PhaseLoad:        loadKind{},
-	scenarios.PhaseCapacity:    capacityKind{},
-	scenarios.PhaseTrace:       traceKind{},
-	scenarios.PhaseSessions:    sessionsKind{},
-	scenarios.PhaseAgent:       agentKind{},
+// Kinds are the live phase kinds by name; a function, not a variable, so
+// no caller can swap a kind for everyone.
+func Kinds() map[string]PhaseKind {
+	return map[string]PhaseKind{
+		scenarios.PhaseWarmup:      warmupKind{},
+		scenarios.PhasePrefill:     prefillKind{},
+		scenarios.PhaseDecode:      decodeKind{},
+		scenarios.PhasePrefixCache: prefixCacheKind{},
+		scenarios.PhaseRequests:    requestsKind{},
+		scenarios.PhaseLoad:        loadKind{},
+		scenarios.PhaseCapacity:    capacityKind{},
+		scenarios.PhaseTrace:       traceKind{},
+		scenarios.PhaseSessions:    sessionsKind{},
+		scenarios.PhaseAgent:       agentKind{},
+	}
 }
 
 // step is one request of a phase. Point names the breakdown it belongs to

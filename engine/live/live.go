@@ -288,7 +288,7 @@ func metadataValue(e measure.MetadataEntry) any {
 // phase runs one phase through its kind and returns its report (also on error).
 func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, error) {
 	ph := &report.Phase{Kind: p.Kind}
-	kind, ok := Kinds[p.Kind]
+	kind, ok := Kinds()[p.Kind]
 	if !ok {
 		return ph, fmt.Errorf("a live target cannot run a %s phase", p.Kind)
 	}
@@ -409,7 +409,7 @@ const maxPoolConns = 4096
 func poolSize(phases []*scenarios.Phase) int {
 	n := minPoolConns
 	for _, p := range phases {
-		if kind, ok := Kinds[p.Kind]; ok {
+		if kind, ok := Kinds()[p.Kind]; ok {
 			n = max(n, kind.MaxInFlight(p))
 		}
 	}

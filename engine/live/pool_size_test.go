@@ -110,7 +110,7 @@ func TestPoolSizeCoversEveryKind(t *testing.T) {
 		scenarios.PhaseCapacity: true, scenarios.PhaseTrace: true, scenarios.PhaseSessions: true,
 		scenarios.PhaseAgent: true,
 	}
-	for name := range Kinds {
+	for name := range Kinds() {
 		if !covered[name] {
 			t.Errorf("kind %s has no row in TestPoolSizeByKind", name)
 		}
