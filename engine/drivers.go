@@ -17,15 +17,17 @@ import (
 // (its shape, for checking gates before anything is sent) and run a
 // scenario run into a report run.
 //
-// A new target kind is its package, a Driver and one entry in Drivers,
-// and also: its name in report/kinds.go; in scenarios, the Kind constant,
-// the kind switch and the lists of kinds in its messages where targets
-// are decoded (model.go), its target's fields and checks; its definition
-// in schema/scenario.schema.json. A kind run by the live executor over a
-// new wire protocol is much less: its protocol's package, a liveDriver
-// entry here naming the live.Protocol it speaks, its name in
-// report/kinds.go, and its Kind constant and entry in scenarios.LiveKinds
-// (scenarios/targetkinds.go); schema/scenario.schema.json lists its name.
+// A new target kind with a driver of its own is its package, a Driver and
+// its entry in Drivers, and also: in scenarios, the Kind constant, the
+// kind switch and the lists of kinds in its messages where targets are
+// decoded (model.go), its target's fields and checks; its name in
+// report/kinds.go if a writer special-cases it; its definition in
+// schema/scenario.schema.json. A kind run by the live executor over a new
+// wire protocol is less, counted from anthropic's: its protocol's package
+// (engine/anthropic), a liveDriver entry here naming the live.Protocol it
+// speaks, and its Kind constant and entry in scenarios.LiveKinds
+// (scenarios/targetkinds.go): its package plus two code files; the schema
+// lists its name and describes it (schema/scenario.schema.json).
 type Driver interface {
 	// Validate checks what the scenario loader cannot (e.g. the simulator's
 	// own config); an error is an invalid scenario.
@@ -49,19 +51,22 @@ type RunOptions struct {
 	Shard *live.Shard
 }
 
-// Drivers are the target kinds by name, the one registry of them: a live
-// kind's entry also names the wire protocol it speaks and what that
-// protocol's answers hold.
-var Drivers = map[string]Driver{
-	scenarios.KindSeam:     seamDriver{},
-	scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI()},
-	scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI()},
-	// The Messages API: the same executor, another protocol.
-	scenarios.KindAnthropic: liveDriver{protocol: live.Protocol{Client: live.ClientOf(anthropic.New), UncountedReasoning: true}},
+// Drivers are the target kinds by name, the engine's registry of them: a
+// live kind's entry also names the wire protocol it speaks and what that
+// protocol's answers hold. A function, not a variable, so no caller can
+// swap a kind's driver for everyone.
+func Drivers() map[string]Driver {
+	return map[string]Driver{
+		scenarios.KindSeam:     seamDriver{},
+		scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI()},
+		scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI()},
+		// The Messages API: the same executor, another protocol.
+		scenarios.KindAnthropic: liveDriver{protocol: live.Protocol{Client: live.ClientOf(anthropic.New), UncountedReasoning: true}},
+	}
 }
 
 func driverOf(run *scenarios.Run) (Driver, error) {
-	d, ok := Drivers[run.Target.Kind]
+	d, ok := Drivers()[run.Target.Kind]
 	if !ok {
 		return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
 	}

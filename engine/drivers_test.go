@@ -29,7 +29,7 @@ func TestDriversNameEachLiveKindsProtocol(t *testing.T) {
 		{kind: scenarios.KindAnthropic, client: &anthropic.Client{}, uncounted: true},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
-			d, ok := Drivers[c.kind]
+			d, ok := Drivers()[c.kind]
 			if !ok {
 				t.Fatalf("no driver for kind %s", c.kind)
 			}
@@ -50,11 +50,11 @@ func TestDriversNameEachLiveKindsProtocol(t *testing.T) {
 			}
 		})
 	}
-	if len(Drivers) != 4 {
-		t.Errorf("Drivers has %d kinds; add the new one's row above", len(Drivers))
+	if len(Drivers()) != 4 {
+		t.Errorf("Drivers has %d kinds; add the new one's row above", len(Drivers()))
 	}
 	for _, k := range scenarios.LiveKinds() {
-		if _, ok := Drivers[k.Kind].(liveDriver); !ok {
+		if _, ok := Drivers()[k.Kind].(liveDriver); !ok {
 			t.Errorf("live kind %s has no liveDriver in Drivers", k.Kind)
 		}
 	}

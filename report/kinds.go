@@ -1,8 +1,10 @@
 package report
 
-// Phase kinds, as a report's Phase.Kind carries them. The engine writes them
-// and every writer reads them through these names, so a kind is spelt once.
-// Seam runs use KindPrefill and KindDecode for their two phases.
+// Phase kinds, as a report's Phase.Kind carries them, that the engine or a
+// writer special-cases; each is spelt once, here. A kind no writer names
+// (trace, capacity) spells its name in its own scenarios file instead
+// (scenarios.PhaseTrace). Seam runs use KindPrefill and
+// KindDecode for their two phases.
 const (
 	KindWarmup      = "warmup"
 	KindPrefill     = "prefill"
@@ -10,7 +12,6 @@ const (
 	KindPrefixCache = "prefix_cache"
 	KindRequests    = "requests"
 	KindLoad        = "load"
-	KindTrace       = "trace"
 )
 
 // Conversation phase kinds: multi-turn sessions and agentic tool-call loops.
@@ -33,13 +34,13 @@ func VariantOrder() []string {
 	return []string{VariantFresh, VariantIdentical, VariantSmallSuffix}
 }
 
-// Target kinds, as Run.Target.Kind carries them.
+// Target kinds, as Run.Target.Kind carries them, that a writer or the
+// engine special-cases; a live kind no writer names spells its name in
+// scenarios (scenarios.KindAnthropic).
 const (
 	TargetSeam     = "seam"
 	TargetOpenAI   = "openai"
 	TargetEmbedded = "embedded"
-	// TargetAnthropic is a Messages API target (also on the simulator).
-	TargetAnthropic = "anthropic"
 )
 
 // Run statuses, as Run.Status carries them (the overall report statuses are

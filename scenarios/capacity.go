@@ -12,6 +12,19 @@ import (
 // objective of the phase.
 const PhaseCapacity = "capacity"
 
+// CapacityKind is the capacity kind's scenario side: its keys and checks.
+// The live side is live's capacityKind; engine/live/kinds.go names it.
+func CapacityKind() KindSpec {
+	return KindSpec{name: PhaseCapacity, keys: capacityKeys, dists: true, check: onErrs(checkCapacity)}
+}
+
+// CapacityFields are a capacity phase's own keys (the capacity block);
+// Phase has them through KindFields.
+type CapacityFields struct {
+	// Capacity is the phase's search.
+	Capacity Capacity `yaml:"capacity" json:"capacity"`
+}
+
 // Capacity is what a capacity phase searches and how: the load it varies
 // (by: rate or concurrency), its bounds, the precision it stops at, the time
 // it may take, how each probe is run, and the objectives a probe must meet.

@@ -94,7 +94,7 @@ func checkPhase(d *decoder, doc *document, p *Phase) {
 
 // checkPhaseKeys refuses the keys written that mean nothing to the
 // phase's kind on target t.
-func checkPhaseKeys(e *errs, kind phaseKind, p *Phase, t *Target) {
+func checkPhaseKeys(e *errs, kind KindSpec, p *Phase, t *Target) {
 	allowed := kind.keys
 	what := "an openai or embedded"
 	if t.Kind == KindSeam {
@@ -448,7 +448,7 @@ func anyLive(ts []*Target) bool {
 }
 
 // checkLivePhase applies the defaults of live phase kinds and checks their values.
-func checkLivePhase(d *decoder, kind phaseKind, p *Phase) {
+func checkLivePhase(d *decoder, kind KindSpec, p *Phase) {
 	e := d.errs
 	path := "phases." + p.Name
 	if p.Repeat == 0 {

@@ -1,19 +1,24 @@
 package scenarios
 
 // KindFields are the phase keys of kinds that declare them in their own
-// file, as one field each of a type from that file (inline, as
-// Conversation, for keys at the phase's top level; named, as Phase's
-// Trace, for a block). Phase embeds it, so a new kind with keys of its
-// own adds its field here, beside its row in phaseKindTable.
+// file, as one embedded struct each of a type from that file (inline, so
+// its keys sit at the phase's top level, as Conversation's, or hold a
+// block, as TraceFields' trace). Phase embeds it, so a new kind with keys
+// of its own adds one line here, beside its row in phaseKindTable.
 type KindFields struct {
 	// Sessions and agent phases (sessions.go).
 	Conversation `yaml:",inline"`
+	// Trace phases (trace.go).
+	TraceFields `yaml:",inline"`
+	// Capacity phases (capacity.go).
+	CapacityFields `yaml:",inline"`
 }
 
-// phaseKind is what loading a scenario knows of one phase kind. Each kind
-// declares these in its own file, next to its checks; a new kind is that
-// file plus one row in phaseKindTable.
-type phaseKind struct {
+// KindSpec is what loading a scenario knows of one phase kind: its name,
+// keys, defaults and checks. A kind declares it in its own file (as
+// TraceKind in trace.go), next to its checks; its fields are unexported so
+// only this package builds one and no caller can change a kind's rules.
+type KindSpec struct {
 	name string
 	// keys are the phase keys that mean something on an openai, embedded
 	// or anthropic target; any other key written is an error rather than
@@ -33,18 +38,21 @@ type phaseKind struct {
 }
 
 // phaseKindTable is every phase kind, in the order messages list them.
-var phaseKindTable = []phaseKind{
+var phaseKindTable = []KindSpec{
 	{name: PhaseWarmup, keys: warmupKeys, check: onErrs(checkWarmup)},
 	{name: PhasePrefill, keys: prefillKeys, seamKeys: prefillSeamKeys, check: onErrs(checkPrefill)},
 	{name: PhaseDecode, keys: decodeKeys, seamKeys: decodeSeamKeys, check: onErrs(checkDecode)},
 	{name: PhasePrefixCache, keys: prefixCacheKeys, check: onErrs(checkPrefixCache)},
 	{name: PhaseRequests, keys: requestsKeys, check: onErrs(checkRequestsPhase)},
 	{name: PhaseLoad, keys: loadKeys, dists: true, check: onErrs(checkLoad)},
-	{name: PhaseTrace, keys: traceKeys, check: checkTrace},
+	TraceKind(),
 	{name: PhaseSessions, keys: sessionsKeys, check: onErrs(checkConversation), targets: checkConversationContext},
 	{name: PhaseAgent, keys: agentKeys, check: onErrs(checkConversation), targets: checkConversationContext},
-	{name: PhaseCapacity, keys: capacityKeys, dists: true, check: onErrs(checkCapacity)},
+	CapacityKind(),
 }
+
+// Name is the kind's name, as a phase's kind: key writes it.
+func (k KindSpec) Name() string { return k.name }
 
 // phaseKinds are the kinds' names, in the table's order.
 var phaseKinds = func() []string {
@@ -56,13 +64,13 @@ var phaseKinds = func() []string {
 }()
 
 // kindOf is the table's row for a kind; false for an unknown kind.
-func kindOf(name string) (phaseKind, bool) {
+func kindOf(name string) (KindSpec, bool) {
 	for _, k := range phaseKindTable {
 		if k.name == name {
 			return k, true
 		}
 	}
-	return phaseKind{}, false
+	return KindSpec{}, false
 }
 
 // onErrs adapts a check that needs only the error list.

@@ -408,7 +408,7 @@ type PromptSpec struct {
 }
 
 // Phase is one step of a run. Which keys apply depends on the kind and on
-// the target kind; see phaseKindTable.
+// the target kind; see phaseKindTable (kinds.go).
 type Phase struct {
 	Meta        `json:"-"`
 	Name        string `json:"name"`
@@ -431,10 +431,6 @@ type Phase struct {
 	// Dataset is what prompt.dataset held (dataset.go).
 	Dataset *DatasetInfo `yaml:"-" json:"-"`
 
-	// Trace phases (trace.go).
-	Trace     TraceSpec  `yaml:"trace" json:"trace"`
-	TraceInfo *TraceInfo `yaml:"-" json:"-"`
-
 	// Load phases.
 	Concurrency int      `yaml:"concurrency" json:"concurrency,omitempty"`
 	Rate        float64  `yaml:"rate" json:"rate,omitempty"`
@@ -451,8 +447,6 @@ type Phase struct {
 	Shared         SharedPrefix `yaml:"shared_prefix" json:"shared_prefix"`
 	// StopWhenSaturated ends a sweep after its first saturated point.
 	StopWhenSaturated bool `yaml:"stop_when_saturated" json:"stop_when_saturated,omitempty"`
-	// Capacity is a capacity phase's search (see capacity.go).
-	Capacity Capacity `yaml:"capacity" json:"capacity"`
 	// PromptDist and MaxTokensDist are set when prompt_tokens or max_tokens
 	// is a distribution rather than a number (load phases).
 	PromptDist    *Dist `yaml:"-" json:"prompt_dist,omitempty"`

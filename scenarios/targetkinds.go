@@ -2,13 +2,12 @@ package scenarios
 
 import (
 	"strings"
-
-	"github.com/tollgate-dev/tollgate/report"
 )
 
 // KindAnthropic speaks the Messages API; like every live kind, what the
-// loader checks of it is its LiveKinds entry.
-const KindAnthropic = report.TargetAnthropic
+// loader checks of it is its LiveKinds entry. No writer special-cases it,
+// so it is spelt here rather than in report/kinds.go.
+const KindAnthropic = "anthropic"
 
 // LiveKind is a target kind the live executor runs: its keys are
 // OpenAITarget's, and what the loader checks of it is declared here, not

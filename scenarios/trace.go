@@ -6,12 +6,25 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/workload"
 )
 
-// PhaseTrace replays a request trace with its timestamps.
-const PhaseTrace = report.KindTrace
+// PhaseTrace replays a request trace with its timestamps. Only the trace
+// kind's own files name it, so it is spelt here, not in report/kinds.go.
+const PhaseTrace = "trace"
+
+// TraceKind is the trace kind's scenario side: its keys and checks. The
+// live side is live's traceKind; engine/live/kinds.go names it.
+func TraceKind() KindSpec {
+	return KindSpec{name: PhaseTrace, keys: traceKeys, check: checkTrace}
+}
+
+// TraceFields are a trace phase's keys (the trace block) and what loading
+// found in its file; Phase has them through KindFields.
+type TraceFields struct {
+	Trace     TraceSpec  `yaml:"trace" json:"trace"`
+	TraceInfo *TraceInfo `yaml:"-" json:"-"`
+}
 
 // TraceSpec is a trace phase's trace: the file, its format, the time
 // scale and the window replayed.

@@ -17,15 +17,15 @@ import (
 // and lays the results out under the keys the kind produces; MaxInFlight
 // sizes the keep-alive pool.
 //
-// In this package a new kind is its own file (the type, Run, MaxInFlight)
-// and one line in Kinds; its shape and pool size follow with no other edit
-// here. Outside it, the kind also needs: its name in report/kinds.go (the
-// scenarios package aliases it as a Phase constant); in scenarios, its
-// own file (the constant, its keys, its defaults and checks, any spec
-// type) and one row in phaseKindTable (kinds.go), with its field in
-// KindFields beside the row when it has keys of its own; its
-// definition in schema/scenario.schema.json (then go test ./schema
-// -update for the derived parts). Its requests go through the recorder
+// A new kind, counted from trace's: in this package its own file (the
+// type, Run, MaxInFlight) and its entry in Kinds; its shape and pool size
+// follow with no other edit here. In scenarios, its own file (its name
+// constant, its KindSpec function, keys, defaults, checks and any fields
+// type) and, in kinds.go, its row in phaseKindTable and, when it has keys
+// of its own, one embed in KindFields: four code files. Its name goes in
+// report/kinds.go only when a writer special-cases it. Its definition is
+// in schema/scenario.schema.json (then go test ./schema -update for the
+// derived parts). Its requests go through the recorder
 // (record.go) and report/fold, so a kind laid out as metrics, points or
 // slices needs nothing in the merge or repetitions. A kind that fills
 // report keys no kind fills yet also touches the report types,
@@ -39,18 +39,21 @@ type PhaseKind interface {
 	MaxInFlight(p *scenarios.Phase) int
 }
 
-// Kinds are the live phase kinds by name.
-var Kinds = map[string]PhaseKind{
-	scenarios.PhaseWarmup:      warmupKind{},
-	scenarios.PhasePrefill:     prefillKind{},
-	scenarios.PhaseDecode:      decodeKind{},
-	scenarios.PhasePrefixCache: prefixCacheKind{},
-	scenarios.PhaseRequests:    requestsKind{},
-	scenarios.PhaseLoad:        loadKind{},
-	scenarios.PhaseCapacity:    capacityKind{},
-	scenarios.PhaseTrace:       traceKind{},
-	scenarios.PhaseSessions:    sessionsKind{},
-	scenarios.PhaseAgent:       agentKind{},
+// Kinds are the live phase kinds by name; a function, not a variable, so
+// no caller can swap a kind for everyone.
+func Kinds() map[string]PhaseKind {
+	return map[string]PhaseKind{
+		scenarios.PhaseWarmup:      warmupKind{},
+		scenarios.PhasePrefill:     prefillKind{},
+		scenarios.PhaseDecode:      decodeKind{},
+		scenarios.PhasePrefixCache: prefixCacheKind{},
+		scenarios.PhaseRequests:    requestsKind{},
+		scenarios.PhaseLoad:        loadKind{},
+		scenarios.PhaseCapacity:    capacityKind{},
+		scenarios.PhaseTrace:       traceKind{},
+		scenarios.PhaseSessions:    sessionsKind{},
+		scenarios.PhaseAgent:       agentKind{},
+	}
 }
 
 // step is one request of a phase. Point names the breakdown it belongs to

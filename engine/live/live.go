@@ -112,14 +112,16 @@ func (s clientSender) scrapeMetrics(ctx context.Context) (measure.Scrape, error)
 
 // Protocol is a wire protocol as the live executor needs it: how to build
 // its client and what its answers can hold. Which protocol a target kind
-// speaks is its entry in engine.Drivers, the one registry of target kinds.
+// speaks is its entry in engine.Drivers, the engine's registry of target
+// kinds (the loader's is scenarios.LiveKinds, which cannot see the engine).
 //
 // A new wire protocol is its package (a transport.Wire and a New building
 // its client; engine/openai and engine/anthropic are peers over
 // engine/transport), its kind's entry in engine.Drivers with the Protocol
-// it speaks, its kind's name in report/kinds.go, and its Kind constant and
-// entry in scenarios.LiveKinds (scenarios/targetkinds.go: the endpoints it has, whether
-// conversations run on it), and the kind in schema/scenario.schema.json.
+// it speaks, and its Kind constant and entry in scenarios.LiveKinds
+// (scenarios/targetkinds.go: the endpoints it has, whether conversations
+// run on it): its package plus two code files. The kind's name and
+// description go in schema/scenario.schema.json.
 type Protocol struct {
 	// Client builds the protocol's client over the shared transport.
 	Client func(transport.Config) (measure.Client, error)
@@ -286,7 +288,7 @@ func metadataValue(e measure.MetadataEntry) any {
 // phase runs one phase through its kind and returns its report (also on error).
 func (r *runner) phase(ctx context.Context, p *scenarios.Phase) (*report.Phase, error) {
 	ph := &report.Phase{Kind: p.Kind}
-	kind, ok := Kinds[p.Kind]
+	kind, ok := Kinds()[p.Kind]
 	if !ok {
 		return ph, fmt.Errorf("a live target cannot run a %s phase", p.Kind)
 	}
@@ -407,7 +409,7 @@ const maxPoolConns = 4096
 func poolSize(phases []*scenarios.Phase) int {
 	n := minPoolConns
 	for _, p := range phases {
-		if kind, ok := Kinds[p.Kind]; ok {
+		if kind, ok := Kinds()[p.Kind]; ok {
 			n = max(n, kind.MaxInFlight(p))
 		}
 	}

@@ -47,7 +47,9 @@ func TestPoolSizeByKind(t *testing.T) {
 		return p
 	}
 	capacity := func(max float64) *scenarios.Phase {
-		return &scenarios.Phase{Kind: scenarios.PhaseCapacity, Capacity: scenarios.Capacity{Max: max}}
+		p := &scenarios.Phase{Kind: scenarios.PhaseCapacity}
+		p.Capacity.Max = max
+		return p
 	}
 	for _, c := range []struct {
 		name   string
@@ -108,7 +110,7 @@ func TestPoolSizeCoversEveryKind(t *testing.T) {
 		scenarios.PhaseCapacity: true, scenarios.PhaseTrace: true, scenarios.PhaseSessions: true,
 		scenarios.PhaseAgent: true,
 	}
-	for name := range Kinds {
+	for name := range Kinds() {
 		if !covered[name] {
 			t.Errorf("kind %s has no row in TestPoolSizeByKind", name)
 		}
