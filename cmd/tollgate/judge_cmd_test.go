@@ -173,6 +173,7 @@ func TestJudge(t *testing.T) {
 		{name: "a bad scenario", args: []string{"scenarios/testdata/bad/syntax.yaml", saved}, code: ExitInvalid, stderr: "syntax.yaml:4:10: YAML syntax error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each reads the saved reports; none writes over them
 			r := tollgate(t, append([]string{"judge"}, tc.args...)...)
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)

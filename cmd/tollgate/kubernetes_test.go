@@ -424,10 +424,9 @@ func (c *k8sCluster) run(t *testing.T, pods []k8sPod) ([]int, []string) {
 // once wrote them, are never judged for this run.
 func TestKubernetesJobs(t *testing.T) {
 	t.Parallel()
-	fast, slow := startServeWith(t, perfBin), startServeWith(t, perfBin, tooSlowServe...)
 	for _, tc := range []struct {
 		name   string
-		server string
+		slow   bool // the server is too slow for the gates
 		shards bool // run the shards' Job
 		pod    func(job string, i int, env []string) []string
 		old    bool // an earlier run's reports on the volume
@@ -435,24 +434,33 @@ func TestKubernetesJobs(t *testing.T) {
 		out    string
 		shard  []int
 	}{
-		{name: "a server that meets the gates", server: fast, shards: true, judge: ExitPass, shard: []int{0, 0, 0, 0}},
-		{name: "a server too slow for the gates", server: slow, shards: true, judge: ExitGateFailed, out: "p99 time to first token", shard: []int{0, 0, 0, 0}},
-		{name: "a shard that fails before it writes a report", server: fast, shards: true, judge: ExitInvalid, out: "shard 3 of 4 missing", shard: []int{0, 0, 0, ExitInvalid},
+		{name: "a server that meets the gates", shards: true, judge: ExitPass, shard: []int{0, 0, 0, 0}},
+		{name: "a server too slow for the gates", slow: true, shards: true, judge: ExitGateFailed, out: "p99 time to first token", shard: []int{0, 0, 0, 0}},
+		{name: "a shard that fails before it writes a report", shards: true, judge: ExitInvalid, out: "shard 3 of 4 missing", shard: []int{0, 0, 0, ExitInvalid},
 			pod: func(job string, i int, env []string) []string {
 				if i == 3 && strings.HasSuffix(job, "-shards") {
 					return append(env, "START_AT=not-a-time")
 				}
 				return env
 			}},
-		{name: "only an earlier run's reports on the volume", server: fast, old: true, judge: ExitNotJudged, out: "0 of 4 shards finished",
+		{name: "only an earlier run's reports on the volume", old: true, judge: ExitNotJudged, out: "0 of 4 shards finished",
 			pod: func(job string, i int, env []string) []string { return append(env, "WAIT_S=2") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := runK8sRecipe(t, tc.server, k8sJob{"Complete", "0"}, nil)
+			// The rows side by side (each waits about 8 s for its start),
+			// each with a server of its own: four rows' shards on one
+			// server would be what its TTFT gate judges.
+			t.Parallel()
+			var serve []string
+			if tc.slow {
+				serve = tooSlowServe
+			}
+			server := startServeWith(t, perfBin, serve...)
+			k := runK8sRecipe(t, server, k8sJob{"Complete", "0"}, nil)
 			if k.code != 0 {
 				t.Fatalf("the recipe's script: exit %d\n%s", k.code, k.out)
 			}
-			docs := checkApplied(t, k, tc.server)
+			docs := checkApplied(t, k, server)
 			cm := map[string]string{}
 			for _, key := range []string{"scenario.yaml", "base_url", "start_at"} {
 				cm[key] = k.file(t, filepath.Join("configmaps", k.run, key))

@@ -410,11 +410,23 @@ var untimed = map[string]bool{"route-session.yaml": true, "faults.yaml": true}
 var clockJudged = map[string]bool{"trace-replay.yaml": true}
 
 // exampleArgs: the simulator's own gates of the examples that keep them in
-// a sim profile, and sharded-load's absolute p99 TTFT gate, which a busy
-// machine misses, reported but not judged (examples/*.yaml headers).
+// a sim profile, sharded-load's absolute p99 TTFT gate, which a busy
+// machine misses, reported but not judged (examples/*.yaml headers), and a
+// coarser search for mlperf-server: its default gates (a rate found, not
+// bound by errors) hold at any precision, and its full search, probes
+// stretched to 20 requests at low rates, was 74 s, the longest example.
 var exampleArgs = map[string][]string{
 	"anthropic.yaml": {"--profile", "sim"}, "reasoning.yaml": {"--profile", "sim"}, "faults.yaml": {"--profile", "sim"}, "route-session-live.yaml": {"--profile", "sim"},
-	"sharded-load.yaml": {"--set", "gates.2.optional=true"},
+	"sharded-load.yaml":  {"--set", "gates.2.optional=true"},
+	"mlperf-server.yaml": shortCapacity("mlperf"),
+}
+
+// shortCapacity overrides a capacity phase's search to a few short probes
+// (30% precision, 8 requests a probe, a 2 s hold), for tests that judge
+// what a search reports, not where it lands.
+func shortCapacity(phase string) []string {
+	c := "phases." + phase + ".capacity."
+	return []string{"--set", c + "precision=30%", "--set", c + "probe.min_requests=8", "--set", c + "probe.hold=2s"}
 }
 
 func TestExamplesRun(t *testing.T) {

@@ -13,6 +13,14 @@ var loadLikeExamples = []string{
 	"load-sweep.yaml", "sharded-load.yaml", "trace-replay.yaml",
 }
 
+// mergeOneArgs shorten the longest of them: a merge's figures equal the
+// shard's at any length, and TestExamplesRun runs each in full (capacity
+// took 46 s here, its search; load-sweep 20 s, 8 s a point).
+var mergeOneArgs = map[string][]string{
+	"capacity.yaml":   shortCapacity("capacity"),
+	"load-sweep.yaml": {"--set", "phases.load.duration=2s"},
+}
+
 // A merge of one shard is that shard's own report, figure for figure: the
 // run and the merge fold requests through the same code, so every number
 // in every phase is equal (not close). Only what a merge adds (the
@@ -28,7 +36,7 @@ func TestMergeOfOneShardIsTheShard(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			shard, merged := filepath.Join(dir, "shard.json"), filepath.Join(dir, "merged.json")
-			r := runBin(t, perfBin, "run", "examples/"+ex, "--shard", "0/1", "--json-out", shard, "-q")
+			r := runBin(t, perfBin, append([]string{"run", "examples/" + ex, "--shard", "0/1", "--json-out", shard, "-q"}, mergeOneArgs[ex]...)...)
 			// Eight examples at once on a busy machine may send late: the
 			// run is then invalid (exit 3) but its report is written, and
 			// the merge must say the same of it, so the figures still

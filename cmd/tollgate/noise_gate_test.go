@@ -23,15 +23,25 @@ func TestNoRegressionGate(t *testing.T) {
 	gate := []string{"--set", `gates=[{name: ttft, expr: 'no_regression("ttft_ms.p50:+10%")'}]`}
 	path := func(name string) string { return filepath.Join(dir, name) }
 	reps := func(n string) []string { return []string{"--var", "repetitions=" + n} }
-	for _, run := range [][]string{
-		append([]string{"run", scenario, "-q", "--no-gate", "--json-out", path("old2.json")}, reps("2")...),
-		append(append([]string{"run", scenario, "-q", "--no-gate", "--json-out", path("slow2.json")}, reps("2")...), slowerSim...),
-		append([]string{"run", scenario, "-q", "--no-gate", "--json-out", path("old10.json")}, reps("10")...),
-		append(append([]string{"run", scenario, "-q", "--no-gate", "--json-out", path("slow10.json")}, reps("10")...), muchSlowerSim...),
-	} {
-		if r := tollgate(t, run...); r.code != ExitPass {
-			t.Fatalf("%v: exit %d: %s", run, r.code, r.stderr)
+	// The four saved runs side by side (they were 41 s one after another):
+	// each is its own process and embedded simulator, and what is judged
+	// below is each pair's ratio.
+	if !t.Run("saved runs", func(t *testing.T) {
+		for name, run := range map[string][]string{
+			"old2":   append([]string{"run", scenario, "-q", "--no-gate", "--json-out", path("old2.json")}, reps("2")...),
+			"slow2":  append(append([]string{"run", scenario, "-q", "--no-gate", "--json-out", path("slow2.json")}, reps("2")...), slowerSim...),
+			"old10":  append([]string{"run", scenario, "-q", "--no-gate", "--json-out", path("old10.json")}, reps("10")...),
+			"slow10": append(append([]string{"run", scenario, "-q", "--no-gate", "--json-out", path("slow10.json")}, reps("10")...), muchSlowerSim...),
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				if r := tollgate(t, run...); r.code != ExitPass {
+					t.Fatalf("%v: exit %d: %s", run, r.code, r.stderr)
+				}
+			})
 		}
+	}) {
+		t.FailNow()
 	}
 	judge := func(saved, base, n string, extra ...string) []string {
 		args := append([]string{"judge", scenario, path(saved), "--baseline", path(base), "--baseline-any"}, reps(n)...)
@@ -67,6 +77,7 @@ func TestNoRegressionGate(t *testing.T) {
 			args: append(append(append([]string{"run", scenario, "-q", "--baseline", path("old2.json"), "--baseline-any"}, reps("2")...), slowerSim...), gate...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each reads the saved runs only
 			r := tollgate(t, tc.args...)
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tc.code, r.stdout, r.stderr)

@@ -512,6 +512,9 @@ func TestGitHubMatrixWorkflow(t *testing.T) {
 		{"no server named", "", "", -1, "TOLLGATE_BASE_URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Side by side (each waits about 8 s for its start): the rows'
+			// shards load different servers, the second's the slow one.
+			t.Parallel()
 			r := newGHFlowRun(wf, map[string]string{"inputs.base_url": tc.input, "github.run_id": "4711", "github.run_attempt": "1"})
 			if tc.vars != "" {
 				r.ctx["vars.TOLLGATE_BASE_URL"] = tc.vars
