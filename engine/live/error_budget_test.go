@@ -35,11 +35,16 @@ phases:
 `, seed, tt.prob), nil)
 				r, err := runFirst(t, sc, nil)
 				lp := r.Phases["load"].Points[0]
+				t.Logf("%d requests in %.2f s", lp.Requests, lp.DurationS)
 				if !tt.wantErr {
 					if err != nil {
 						t.Fatalf("stopped after %d requests (%d errors): %v", lp.Requests, lp.Errors.Count, err)
 					}
-					if lp.Requests < 2*minJudged {
+					// The budget is judged from minJudged requests on: as
+					// many sent means it was judged and held. More than that
+					// depends on how fast a loaded machine sends (99 in the
+					// 2 s under -race beside stress-ng --cpu 4).
+					if lp.Requests < minJudged {
 						t.Fatalf("only %d requests: too few to test the budget", lp.Requests)
 					}
 					return
@@ -47,8 +52,13 @@ phases:
 				if !errors.Is(err, ErrPhase) {
 					t.Fatalf("err = %v, want the error budget spent", err)
 				}
-				if tt.wantEarly && lp.DurationS > 1.5 {
-					t.Fatalf("ran %.2fs of 2s: a budget spent this plainly must stop the phase early", lp.DurationS)
+				// Stopped early: soon after minJudged requests, as counted,
+				// not timed (a loaded machine sends few in 2 s, and a phase
+				// that only stopped at its end could look early by the clock).
+				// A phase the budget did not stop sends more than this
+				// unless the machine is too slow to tell, when it passes.
+				if tt.wantEarly && lp.Requests > 4*minJudged {
+					t.Fatalf("%d requests in %.2fs: a budget spent this plainly must stop the phase soon after %d", lp.Requests, lp.DurationS, minJudged)
 				}
 			})
 		}

@@ -161,8 +161,11 @@ func TestPushDeadline(t *testing.T) {
 	if !errors.Is(err, ErrPush) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer within 300ms") {
 		t.Fatalf("got %v, want ErrPush saying no answer within 300ms", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %s for a 300ms timeout", d)
+	// The error says the timeout ended it (the receiver never answers,
+	// so nothing else could); timers only fire late on a busy machine, so
+	// the bound that cannot flip is the one from below.
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("gave up after %s, before the 300ms timeout", d)
 	}
 }
 
