@@ -318,7 +318,11 @@ func TestLateShardsMakeTheMergeInvalid(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	url := startServeWith(t, perfBin)
-	sc := shardScenario(t, dir, "late", url, 100, 8)
+	// The schedule is absolute: both shards end near start-at + 5 s, so
+	// their windows overlap even when a loaded machine starts one of them
+	// a second or more after the other (at 8 requests, both schedules had
+	// passed and a shard started 1 s late missed the other's window).
+	sc := shardScenario(t, dir, "late", url, 100, 500)
 	past := time.Now().Add(-2 * time.Second).UTC().Format(time.RFC3339Nano)
 	// Both shards at once, as a run's shards are: one after the other, a
 	// loaded machine can start the second after the first has finished,
