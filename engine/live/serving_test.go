@@ -203,8 +203,10 @@ phases:
 	within := func(what string, got *float64, want time.Duration, slackMS float64) {
 		t.Helper()
 		w := float64(want) / 1e6
-		if got == nil || *got < w || *got > w+slackMS {
-			t.Errorf("%s = %v ms, want %.1f ms (+%.0f)", what, got, w, slackMS)
+		if got == nil {
+			t.Errorf("%s absent, want %.1f ms (+%.0f)", what, w, slackMS)
+		} else if *got < w || *got > w+slackMS {
+			t.Errorf("%s = %.3f ms, want %.1f ms (+%.0f)", what, *got, w, slackMS)
 		}
 	}
 	within("ttft p50", d.TTFTMS.P50, firstToken, 40)
