@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/bench/internal/serve"
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
 )
@@ -85,45 +86,6 @@ func hostFacts() string {
 func numCPU() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return strings.Count(string(b), "processor\t:")
-}
-
-// server is `tollgate serve` in its own process.
-type server struct {
-	cmd  *exec.Cmd
-	url  string
-	pid  int
-	once sync.Once
-}
-
-func (e *env) serve(args ...string) (*server, error) {
-	cmd := exec.Command(e.bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("serve: %w", err)
-	}
-	i := strings.Index(line, "http://")
-	if i < 0 {
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("serve printed %q", line)
-	}
-	return &server{cmd: cmd, url: strings.Fields(line[i:])[0], pid: cmd.Process.Pid}, nil
-}
-
-// stop interrupts the server and waits for it; later calls do nothing.
-func (s *server) stop() {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		_ = s.cmd.Wait()
-	})
 }
 
 // cpuSeconds reads a live process's user+system CPU from /proc.
@@ -231,14 +193,14 @@ func streams(e *env) error {
 	}
 	// 200 ms steps: a stream lasts 20 s or more, the ramp to c streams is
 	// well inside it, and the client's reads stay a small part of its time.
-	srv, err := e.serve("--max-running-seqs", strconv.Itoa(2*c), "--decode-step", "200ms", "--decode-step-per-seq", "1us")
+	srv, err := serve.Start(e.bin, "--max-running-seqs", strconv.Itoa(2*c), "--decode-step", "200ms", "--decode-step-per-seq", "1us")
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	var baseRSS int64
 	for _, n := range []int{base, c} {
-		r, err := e.tollgate(fmt.Sprintf("streams-%d", n), fmt.Sprintf(loadScenario, srv.url, fmt.Sprintf("concurrency: %d\n    requests: %d", n, n), 64, tokens))
+		r, err := e.tollgate(fmt.Sprintf("streams-%d", n), fmt.Sprintf(loadScenario, srv.URL, fmt.Sprintf("concurrency: %d\n    requests: %d", n, n), 64, tokens))
 		if err != nil {
 			return err
 		}
@@ -263,17 +225,17 @@ func streams(e *env) error {
 
 func cpuPerEvent(e *env) error {
 	const c, n, tokens = 256, 1024, 256
-	srv, err := e.serve("--max-running-seqs", "1024", "--decode-step", "10ms", "--decode-step-per-seq", "1us")
+	srv, err := serve.Start(e.bin, "--max-running-seqs", "1024", "--decode-step", "10ms", "--decode-step-per-seq", "1us")
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	simBefore := cpuSeconds(srv.pid)
-	r, err := e.tollgate("cpu", fmt.Sprintf(loadScenario, srv.url, fmt.Sprintf("concurrency: %d\n    requests: %d", c, n), 64, tokens))
+	defer srv.Stop()
+	simBefore := cpuSeconds(srv.PID)
+	r, err := e.tollgate("cpu", fmt.Sprintf(loadScenario, srv.URL, fmt.Sprintf("concurrency: %d\n    requests: %d", c, n), 64, tokens))
 	if err != nil {
 		return err
 	}
-	simCPU := cpuSeconds(srv.pid) - simBefore
+	simCPU := cpuSeconds(srv.PID) - simBefore
 	p := point(r)
 	events := num(dig(p, "sse_token_events", "mean")) * num(p["succeeded"])
 	fmt.Printf("== client CPU per received token event (%d streams × %d tokens)\n", c, tokens)
@@ -313,19 +275,19 @@ func ttftRow(e *env, streams, tokens, n int) error {
 	life := base + time.Duration(tokens)*(step+time.Duration(streams)*perSeq)
 	rate := float64(streams) / life.Seconds()
 	logPath := filepath.Join(e.dir, fmt.Sprintf("requests-%d.jsonl", streams))
-	srv, err := e.serve("--max-running-seqs", "2048", "--ttft-base", base.String(), "--prefill-tokens-per-s", "1e12",
+	srv, err := serve.Start(e.bin, "--max-running-seqs", "2048", "--ttft-base", base.String(), "--prefill-tokens-per-s", "1e12",
 		"--decode-step", step.String(), "--decode-step-per-seq", perSeq.String(), "--request-log", logPath)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	clocks := []struct {
 		name      string
 		userspace bool
 	}{{"kernel", false}, {"read", true}}
 	clients := make([]*openai.Client, len(clocks))
 	for i, c := range clocks {
-		cl, err := openai.New(openai.Config{BaseURL: srv.url, MaxConns: 2 * streams, UserspaceClock: c.userspace, TotalTimeout: 5 * time.Minute})
+		cl, err := openai.New(openai.Config{BaseURL: srv.URL, MaxConns: 2 * streams, UserspaceClock: c.userspace, TotalTimeout: 5 * time.Minute})
 		if err != nil {
 			return err
 		}
@@ -384,7 +346,7 @@ func ttftRow(e *env, streams, tokens, n int) error {
 		})
 	}
 	wg.Wait()
-	srv.stop() // flushes the request log
+	srv.Stop() // flushes the request log
 	recs, err := readRequestLog(logPath)
 	if err != nil {
 		return err
@@ -498,12 +460,12 @@ func readRequestLog(path string) (map[string]sim.RequestRecord, error) {
 
 func openLoopRate(e *env) error {
 	const rate, n = 1000, 10000
-	srv, err := e.serve("--max-running-seqs", "4096", "--decode-step", "5ms", "--decode-step-per-seq", "1us")
+	srv, err := serve.Start(e.bin, "--max-running-seqs", "4096", "--decode-step", "5ms", "--decode-step-per-seq", "1us")
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	r, err := e.tollgate("rate", fmt.Sprintf(loadScenario, srv.url, fmt.Sprintf("rate: %d\n    arrival: constant\n    requests: %d", rate, n), 32, 8))
+	defer srv.Stop()
+	r, err := e.tollgate("rate", fmt.Sprintf(loadScenario, srv.URL, fmt.Sprintf("rate: %d\n    arrival: constant\n    requests: %d", rate, n), 32, 8))
 	if err != nil {
 		return err
 	}

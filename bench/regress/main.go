@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +32,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/bench/internal/bare"
+	"github.com/tollgate-dev/tollgate/bench/internal/serve"
 	"github.com/tollgate-dev/tollgate/stats"
 )
 
@@ -145,12 +145,12 @@ func run(c config) error {
 	// One server for every run, the new build's simulator: 1 ms decode
 	// steps, so a stream's client spends its time receiving, and no prefill
 	// cost, so the short case measures requests, not the simulator.
-	srv, err := serve(newBin, "--max-running-seqs", "1024", "--decode-step", "1ms", "--decode-step-per-seq", "1us",
+	srv, err := serve.Start(newBin, "--max-running-seqs", "1024", "--decode-step", "1ms", "--decode-step-per-seq", "1us",
 		"--ttft-base", "2ms", "--prefill-tokens-per-s", "1e12")
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	fmt.Printf("server: %s serve, 1 ms decode step + 1 µs per running sequence, 2 ms TTFT base\n", filepath.Base(newBin))
 	fmt.Printf("load average at the start: %s   (%d CPUs)\n\n", loadavg(), numCPU())
 
@@ -158,11 +158,11 @@ func run(c config) error {
 	runOne := func(client string, s shape) (result, error) {
 		switch client {
 		case "bare":
-			return runBare(self, srv.url, s)
+			return runBare(self, srv.URL, s)
 		case "old":
-			return runTollgate(oldBin, dir, srv.url, s)
+			return runTollgate(oldBin, dir, srv.URL, s)
 		default:
-			return runTollgate(newBin, dir, srv.url, s)
+			return runTollgate(newBin, dir, srv.URL, s)
 		}
 	}
 	// got[case][client] holds each round's result.
@@ -339,48 +339,6 @@ func output(dir, name string, args ...string) (string, error) {
 		return "", fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-type server struct {
-	cmd  *exec.Cmd
-	url  string
-	once sync.Once
-}
-
-// serve starts `tollgate serve` on a free loopback port.
-func serve(bin string, args ...string) (*server, error) {
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	i := strings.Index(line, "http://")
-	if err == nil && i < 0 {
-		err = errors.New("no URL")
-	}
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("serve printed %q: %w", line, err)
-	}
-	go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
-	return &server{cmd: cmd, url: strings.Fields(line[i:])[0]}, nil
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-func (s *server) stop() {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		_ = s.cmd.Wait()
-	})
 }
 
 // scenario is a closed loop both builds read: nothing an older tollgate
