@@ -5,29 +5,33 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/engine/anthropic"
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/live"
 	"github.com/tollgate-dev/tollgate/engine/seam"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
+
+// Drivers (drivers_gen.go) is generated from scenarios' registry of target
+// kinds, with engine/live's Kinds from its registry of phase kinds.
+//go:generate go run ./internal/genregistry
 
 // Driver is a target kind: it can describe the report a run will produce
 // (its shape, for checking gates before anything is sent) and run a
 // scenario run into a report run.
 //
-// A new target kind with a driver of its own is its package, a Driver and
-// its entry in Drivers, and also: in scenarios, the Kind constant, the
-// kind switch and the lists of kinds in its messages where targets are
-// decoded (model.go), its target's fields and checks; its name in
-// report/kinds.go if a writer special-cases it; its definition in
-// schema/scenario.schema.json. A kind run by the live executor over a new
-// wire protocol is less, counted from anthropic's: its protocol's package
-// (engine/anthropic), a liveDriver entry here naming the live.Protocol it
-// speaks, and its Kind constant and entry in scenarios.LiveKinds
-// (scenarios/targetkinds.go): its package plus two code files; the schema
-// lists its name and describes it (schema/scenario.schema.json).
+// A kind run by the live executor over a new wire protocol, counted from
+// anthropic's: its protocol's package (engine/anthropic: wire.go, the
+// request and the JSON answer, and accumulate.go, the stream, exporting
+// Protocol()) and its Kind constant and entry in scenarios.LiveKinds
+// (scenarios/targetkinds.go: the package, the endpoints it has, whether
+// conversations run on it): three code files, then go generate ./engine
+// writes its Drivers entry. The schema lists its name and describes it
+// (schema/scenario.schema.json). A target kind with a driver of its own
+// (as seam) is more: its package, a Driver, its entry in the generator's
+// template (engine/internal/genregistry), and in scenarios the kind's
+// decoding and checks (model.go).
 type Driver interface {
 	// Validate checks what the scenario loader cannot (e.g. the simulator's
 	// own config); an error is an invalid scenario.
@@ -49,20 +53,6 @@ type RunOptions struct {
 	SessionGates []string
 	// Shard makes a live run one shard of a sharded run.
 	Shard *live.Shard
-}
-
-// Drivers are the target kinds by name, the engine's registry of them: a
-// live kind's entry also names the wire protocol it speaks and what that
-// protocol's answers hold. A function, not a variable, so no caller can
-// swap a kind's driver for everyone.
-func Drivers() map[string]Driver {
-	return map[string]Driver{
-		scenarios.KindSeam:     seamDriver{},
-		scenarios.KindOpenAI:   liveDriver{protocol: live.OpenAI()},
-		scenarios.KindEmbedded: liveDriver{protocol: live.OpenAI()},
-		// The Messages API: the same executor, another protocol.
-		scenarios.KindAnthropic: liveDriver{protocol: live.Protocol{Client: live.ClientOf(anthropic.New), UncountedReasoning: true}},
-	}
 }
 
 func driverOf(run *scenarios.Run) (Driver, error) {
@@ -106,7 +96,7 @@ func (seamDriver) Run(ctx context.Context, run *scenarios.Run, opts RunOptions) 
 
 // liveDriver: a live server (or the embedded simulator) run by the live
 // executor, speaking protocol.
-type liveDriver struct{ protocol live.Protocol }
+type liveDriver struct{ protocol transport.Protocol }
 
 func (liveDriver) Validate(run *scenarios.Run) error {
 	if !run.Target.Embedded() {

@@ -13,9 +13,9 @@ import (
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
 
-// TestDriversNameEachLiveKindsProtocol: Drivers is the one registry of
-// target kinds; a live kind's entry names the protocol it speaks, and
-// every live kind the loader knows (scenarios.LiveKinds) has one.
+// TestDriversNameEachLiveKindsProtocol: Drivers, generated from
+// scenarios.LiveKinds, gives each live kind a driver speaking the protocol
+// its entry names.
 func TestDriversNameEachLiveKindsProtocol(t *testing.T) {
 	for _, c := range []struct {
 		kind   string
@@ -52,6 +52,9 @@ func TestDriversNameEachLiveKindsProtocol(t *testing.T) {
 	}
 	if len(Drivers()) != 4 {
 		t.Errorf("Drivers has %d kinds; add the new one's row above", len(Drivers()))
+	}
+	if len(Drivers()) != 1+len(scenarios.LiveKinds()) {
+		t.Errorf("Drivers has %d kinds, scenarios.LiveKinds %d live ones: run go generate ./engine", len(Drivers()), len(scenarios.LiveKinds()))
 	}
 	for _, k := range scenarios.LiveKinds() {
 		if _, ok := Drivers()[k.Kind].(liveDriver); !ok {

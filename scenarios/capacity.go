@@ -13,7 +13,8 @@ import (
 const PhaseCapacity = "capacity"
 
 // CapacityKind is the capacity kind's scenario side: its keys and checks.
-// The live side is live's capacityKind; engine/live/kinds.go names it.
+// The live side is live's capacityKind; its row in phaseKindTable
+// registers both (live.Kinds is generated from it).
 func CapacityKind() KindSpec {
 	return KindSpec{name: PhaseCapacity, keys: capacityKeys, dists: true, check: onErrs(checkCapacity)}
 }

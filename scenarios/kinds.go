@@ -37,7 +37,10 @@ type KindSpec struct {
 	targets func(e *errs, p *Phase, targets []*Target)
 }
 
-// phaseKindTable is every phase kind, in the order messages list them.
+// phaseKindTable is every phase kind, in the order messages list them: the
+// one registry of phase kinds. engine/live's Kinds is generated from it (go
+// generate ./engine): a kind named "prefix_cache" is run by live's
+// prefixCacheKind.
 var phaseKindTable = []KindSpec{
 	{name: PhaseWarmup, keys: warmupKeys, check: onErrs(checkWarmup)},
 	{name: PhasePrefill, keys: prefillKeys, seamKeys: prefillSeamKeys, check: onErrs(checkPrefill)},
@@ -53,6 +56,9 @@ var phaseKindTable = []KindSpec{
 
 // Name is the kind's name, as a phase's kind: key writes it.
 func (k KindSpec) Name() string { return k.name }
+
+// PhaseKinds are the phase kinds' names, in the table's order.
+func PhaseKinds() []string { return append([]string(nil), phaseKinds...) }
 
 // phaseKinds are the kinds' names, in the table's order.
 var phaseKinds = func() []string {

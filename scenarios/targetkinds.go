@@ -11,11 +11,14 @@ const KindAnthropic = "anthropic"
 
 // LiveKind is a target kind the live executor runs: its keys are
 // OpenAITarget's, and what the loader checks of it is declared here, not
-// in if-statements on its name. The protocol it speaks, and the driver
-// that runs it, are its entry in engine.Drivers (this package cannot see
-// the engine).
+// in if-statements on its name. This list is the one registry of live
+// kinds: engine.Drivers is generated from it (go generate ./engine), each
+// kind run by the protocol package its Protocol names.
 type LiveKind struct {
 	Kind string
+	// Protocol is the package under engine/ that speaks its wire protocol
+	// and exports Protocol() (engine/openai, engine/anthropic).
+	Protocol string
 	// Speaks names its wire protocol in messages ("the Messages API");
 	// "" for the OpenAI format.
 	Speaks string
@@ -27,12 +30,13 @@ type LiveKind struct {
 }
 
 // LiveKinds lists the live target kinds, in the order messages name them.
-// A new wire protocol's kind is one entry here.
+// A new wire protocol is its package under engine/ and one entry here
+// (then go generate ./engine writes its driver).
 func LiveKinds() []LiveKind {
 	return []LiveKind{
-		{Kind: KindOpenAI},
-		{Kind: KindEmbedded},
-		{Kind: KindAnthropic, Speaks: "the Messages API", Endpoints: []string{"chat"}, NoReplies: true},
+		{Kind: KindOpenAI, Protocol: "openai"},
+		{Kind: KindEmbedded, Protocol: "openai"},
+		{Kind: KindAnthropic, Protocol: "anthropic", Speaks: "the Messages API", Endpoints: []string{"chat"}, NoReplies: true},
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 const PhaseTrace = "trace"
 
 // TraceKind is the trace kind's scenario side: its keys and checks. The
-// live side is live's traceKind; engine/live/kinds.go names it.
+// live side is live's traceKind; its row in phaseKindTable
+// registers both (live.Kinds is generated from it).
 func TraceKind() KindSpec {
 	return KindSpec{name: PhaseTrace, keys: traceKeys, check: checkTrace}
 }

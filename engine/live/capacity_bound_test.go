@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -77,7 +78,7 @@ phases:
 `, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI()})
+	r, err := Run(ctx, sc.Runs[0], Options{Protocol: openai.Protocol()})
 	if err != nil {
 		t.Fatal(err)
 	}

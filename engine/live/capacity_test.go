@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 )
@@ -210,7 +211,7 @@ phases:
 `, tc.sim, tc.prompt, tc.maxTok), nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
 			defer cancel()
-			r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI()})
+			r, err := Run(ctx, sc.Runs[0], Options{Protocol: openai.Protocol()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +330,7 @@ phases:
 `, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI()})
+	r, err := Run(ctx, sc.Runs[0], Options{Protocol: openai.Protocol()})
 	// min already fails: no load meets the objectives, which the run says
 	// (it cannot be judged), naming what failed at min and what to change.
 	if !errors.Is(err, ErrPhase) || !strings.Contains(err.Error(), "at capacity.min 20/s") || !strings.Contains(err.Error(), "saturated") || !strings.Contains(err.Error(), "lower capacity.min") {

@@ -18,12 +18,14 @@ import (
 // sizes the keep-alive pool.
 //
 // A new kind, counted from trace's: in this package its own file (the
-// type, Run, MaxInFlight) and its entry in Kinds; its shape and pool size
-// follow with no other edit here. In scenarios, its own file (its name
-// constant, its KindSpec function, keys, defaults, checks and any fields
-// type) and, in kinds.go, its row in phaseKindTable and, when it has keys
-// of its own, one embed in KindFields: four code files. Its name goes in
-// report/kinds.go only when a writer special-cases it. Its definition is
+// type, named after the kind as traceKind, with Run and MaxInFlight); in
+// scenarios its own file (its name constant, its KindSpec function, keys,
+// defaults, checks and any fields type) and, in kinds.go, its row in
+// phaseKindTable and, when it has keys of its own, one embed in
+// KindFields: three code files. go generate ./engine then writes its
+// entry in Kinds (kinds_gen.go); its shape and pool size follow with no
+// other edit. Its name goes in report/kinds.go only when a writer
+// special-cases it. Its definition is
 // in schema/scenario.schema.json (then go test ./schema -update for the
 // derived parts). Its requests go through the recorder
 // (record.go) and report/fold, so a kind laid out as metrics, points or
@@ -37,23 +39,6 @@ type PhaseKind interface {
 	// kind that sends them one after another); the keep-alive pool is sized
 	// to the largest over a run's phases (poolSize).
 	MaxInFlight(p *scenarios.Phase) int
-}
-
-// Kinds are the live phase kinds by name; a function, not a variable, so
-// no caller can swap a kind for everyone.
-func Kinds() map[string]PhaseKind {
-	return map[string]PhaseKind{
-		scenarios.PhaseWarmup:      warmupKind{},
-		scenarios.PhasePrefill:     prefillKind{},
-		scenarios.PhaseDecode:      decodeKind{},
-		scenarios.PhasePrefixCache: prefixCacheKind{},
-		scenarios.PhaseRequests:    requestsKind{},
-		scenarios.PhaseLoad:        loadKind{},
-		scenarios.PhaseCapacity:    capacityKind{},
-		scenarios.PhaseTrace:       traceKind{},
-		scenarios.PhaseSessions:    sessionsKind{},
-		scenarios.PhaseAgent:       agentKind{},
-	}
 }
 
 // step is one request of a phase. Point names the breakdown it belongs to

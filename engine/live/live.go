@@ -1,9 +1,10 @@
 // Package live is the executor for live targets: any OpenAI-compatible
 // server (kind openai), tollgate's embedded simulator (kind embedded), or
 // another wire protocol's server (e.g. kind anthropic), each through the
-// Protocol its engine.Drivers entry names.
-// Each phase kind lives in its own file and is registered in kinds.go
-// (PhaseKind says what else a new kind touches); the
+// transport.Protocol its engine.Drivers entry names.
+// Each phase kind lives in its own file and is registered by its row in
+// scenarios' phaseKindTable, from which Kinds is generated (PhaseKind says
+// what else a new kind touches); the
 // shape that gates are checked against comes from running the very same
 // phase code over placeholder results (shape.go), so there is no second,
 // hand-written copy of the report's shape.
@@ -24,7 +25,6 @@ import (
 	"github.com/tollgate-dev/tollgate/engine/embedded"
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
-	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/report"
@@ -57,7 +57,7 @@ type Options struct {
 	Shard *Shard
 	// Protocol is the wire protocol the target speaks; engine.Drivers
 	// names it for each target kind. Required.
-	Protocol Protocol
+	Protocol transport.Protocol
 }
 
 // ErrPhase marks a phase stopped because its error rate exceeded max_error_rate.
@@ -109,41 +109,6 @@ func (s clientSender) execute(ctx context.Context, plan load.Plan, job load.Job)
 func (s clientSender) scrapeMetrics(ctx context.Context) (measure.Scrape, error) {
 	return s.c.ScrapeMetrics(ctx)
 }
-
-// Protocol is a wire protocol as the live executor needs it: how to build
-// its client and what its answers can hold. Which protocol a target kind
-// speaks is its entry in engine.Drivers, the engine's registry of target
-// kinds (the loader's is scenarios.LiveKinds, which cannot see the engine).
-//
-// A new wire protocol is its package (a transport.Wire and a New building
-// its client; engine/openai and engine/anthropic are peers over
-// engine/transport), its kind's entry in engine.Drivers with the Protocol
-// it speaks, and its Kind constant and entry in scenarios.LiveKinds
-// (scenarios/targetkinds.go: the endpoints it has, whether conversations
-// run on it): its package plus two code files. The kind's name and
-// description go in schema/scenario.schema.json.
-type Protocol struct {
-	// Client builds the protocol's client over the shared transport.
-	Client func(transport.Config) (measure.Client, error)
-	// UncountedReasoning: its usage counts no reasoning tokens apart (the
-	// Messages API), so the shape's placeholders have no such count.
-	UncountedReasoning bool
-}
-
-// ClientOf adapts a protocol package's New to Protocol.Client.
-func ClientOf[C measure.Client](build func(transport.Config) (C, error)) func(transport.Config) (measure.Client, error) {
-	return func(cfg transport.Config) (measure.Client, error) {
-		c, err := build(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
-}
-
-// OpenAI is the OpenAI wire format (chat, completions), spoken by the
-// openai and embedded kinds.
-func OpenAI() Protocol { return Protocol{Client: ClientOf(openai.New)} }
 
 // transportConfig is the transport configuration every protocol shares.
 func transportConfig(cfg *scenarios.OpenAITarget, baseURL, apiKey string, secrets []string, maxConns int) transport.Config {

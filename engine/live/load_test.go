@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
 	"github.com/tollgate-dev/tollgate/report"
 )
@@ -164,7 +165,7 @@ phases:
 			var got []report.RequestSample
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI(), Samples: tc.keep, SampleSink: func(s report.RequestSample) { got = append(got, s) }})
+			r, err := Run(ctx, sc.Runs[0], Options{Protocol: openai.Protocol(), Samples: tc.keep, SampleSink: func(s report.RequestSample) { got = append(got, s) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +208,7 @@ phases:
 	var streamed atomic.Int64
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI(), Samples: true, MaxLoadSamples: 8, SampleSink: func(report.RequestSample) { streamed.Add(1) }})
+	r, err := Run(ctx, sc.Runs[0], Options{Protocol: openai.Protocol(), Samples: true, MaxLoadSamples: 8, SampleSink: func(report.RequestSample) { streamed.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,13 +241,13 @@ phases:
 `, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI(), Grace: time.Second}); err != nil {
+	if _, err := Run(ctx, sc.Runs[0], Options{Protocol: openai.Protocol(), Grace: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	// Interrupted half way through a load phase.
 	ictx, icancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, icancel)
-	_, _ = Run(ictx, sc.Runs[0], Options{Protocol: OpenAI(), Grace: 100 * time.Millisecond})
+	_, _ = Run(ictx, sc.Runs[0], Options{Protocol: openai.Protocol(), Grace: 100 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)

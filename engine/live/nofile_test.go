@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/engine/openai"
 )
 
 // A load phase whose concurrency cannot fit under the open-file limit says
@@ -36,7 +38,7 @@ phases:
 `, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			r, err := Run(ctx, sc.Runs[0], Options{Protocol: OpenAI(), OpenFileLimit: func() uint64 { return tt.limit }})
+			r, err := Run(ctx, sc.Runs[0], Options{Protocol: openai.Protocol(), OpenFileLimit: func() uint64 { return tt.limit }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
 	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
@@ -65,7 +66,7 @@ phases:
 `, url), nil)
 			var mu sync.Mutex
 			var samples []report.RequestSample
-			r, err := Run(t.Context(), sc.Runs[0], Options{Protocol: OpenAI(), SampleSink: func(s report.RequestSample) {
+			r, err := Run(t.Context(), sc.Runs[0], Options{Protocol: openai.Protocol(), SampleSink: func(s report.RequestSample) {
 				mu.Lock()
 				samples = append(samples, s)
 				mu.Unlock()

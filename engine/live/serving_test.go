@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
 	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
@@ -38,7 +39,7 @@ func runFirst(t *testing.T, sc *scenarios.Scenario, env map[string]string) (*rep
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return Run(ctx, sc.Runs[0], Options{Protocol: OpenAI(), Samples: true, LookupEnv: func(k string) (string, bool) {
+	return Run(ctx, sc.Runs[0], Options{Protocol: openai.Protocol(), Samples: true, LookupEnv: func(k string) (string, bool) {
 		v, ok := env[k]
 		return v, ok
 	}})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/engine/load"
 	"github.com/tollgate-dev/tollgate/engine/measure"
+	"github.com/tollgate-dev/tollgate/engine/transport"
 	"github.com/tollgate-dev/tollgate/report"
 	"github.com/tollgate-dev/tollgate/scenarios"
 	"github.com/tollgate-dev/tollgate/stats"
@@ -24,7 +25,7 @@ import (
 // shapeRequests: the keys of a report do not grow with how many requests
 // fill them, and a repeat of a million would otherwise be a million
 // placeholder requests, and samples, at load.
-func Shape(run *scenarios.Run, samples bool, protocol Protocol) *report.Run {
+func Shape(run *scenarios.Run, samples bool, protocol transport.Protocol) *report.Run {
 	return shape(capCounts(run, shapeRequests), samples, protocol)
 }
 
@@ -49,7 +50,7 @@ func capCounts(run *scenarios.Run, n int) *scenarios.Run {
 	return &c
 }
 
-func shape(run *scenarios.Run, samples bool, protocol Protocol) *report.Run {
+func shape(run *scenarios.Run, samples bool, protocol transport.Protocol) *report.Run {
 	cfg := run.Target.OpenAI
 	one := 1.0
 	out := &report.Run{Phases: map[string]*report.Phase{}, PhaseOrder: []string{}}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/report"
 )
 
@@ -71,8 +72,8 @@ phases:
 			var all, capped []string
 			go func() {
 				defer close(done)
-				all = keyPaths(t, shape(capCounts(run, math.MaxInt), true, OpenAI()))
-				capped = keyPaths(t, Shape(run, true, OpenAI()))
+				all = keyPaths(t, shape(capCounts(run, math.MaxInt), true, openai.Protocol()))
+				capped = keyPaths(t, Shape(run, true, openai.Protocol()))
 			}()
 			select {
 			case <-done:

@@ -4,8 +4,8 @@
 // one Derive that computes every per-request metric from it, and the Client
 // a wire protocol implements. engine/openai and engine/anthropic are such
 // protocols, peers over engine/transport (a transport.Wire each); a new one
-// is its package plus its kind's entries in engine.Drivers (the
-// live.Protocol it speaks) and scenarios.LiveKinds (see live.Protocol).
+// is its package (exporting a transport.Protocol) plus its kind's entry in
+// scenarios.LiveKinds, from which engine.Drivers is generated.
 package measure
 
 import (

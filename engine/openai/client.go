@@ -36,6 +36,11 @@ func New(cfg Config) (*Client, error) {
 	return &Client{c}, nil
 }
 
+// Protocol is the OpenAI wire format (chat, completions) as the live
+// executor needs it; the openai and embedded kinds speak it (their
+// scenarios.LiveKinds entries name this package).
+func Protocol() transport.Protocol { return transport.Protocol{Client: transport.ClientOf(New)} }
+
 // wire is the OpenAI format's side of a request (transport.Wire).
 type wire struct{}
 
