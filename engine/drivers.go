@@ -55,14 +55,6 @@ type RunOptions struct {
 	Shard *live.Shard
 }
 
-func driverOf(run *scenarios.Run) (Driver, error) {
-	d, ok := Drivers()[run.Target.Kind]
-	if !ok {
-		return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
-	}
-	return d, nil
-}
-
 // seamDriver: stub seams, deterministic in virtual time, and seams
 // captured on a live endpoint.
 type seamDriver struct{}

@@ -370,3 +370,12 @@ func cpuModel() string {
 	}
 	return ""
 }
+
+// driverOf is run's target kind's entry in Drivers.
+func driverOf(run *scenarios.Run) (Driver, error) {
+	d, ok := Drivers()[run.Target.Kind]
+	if !ok {
+		return nil, fmt.Errorf("target kind %q has no driver", run.Target.Kind)
+	}
+	return d, nil
+}
