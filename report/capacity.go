@@ -116,6 +116,12 @@ type CapacityProbe struct {
 	Saturation []string `json:"saturation"`
 	// CutShort: saturation ended the probe before its window did.
 	CutShort bool `json:"cut_short"`
+	// DispatchLagP99MS is how late the client woke for the probe's
+	// scheduled sends, p99 (open loop only). ClientLate: past the bound
+	// the phase accepts, so the probe did not offer its rate; it fails for
+	// the client, never passes, and a search bound by it is invalid.
+	DispatchLagP99MS *float64 `json:"dispatch_lag_p99_ms,omitempty"`
+	ClientLate       bool     `json:"client_late"`
 }
 
 // ObjectiveValue is one objective's statistic in one probe.

@@ -157,7 +157,7 @@ func (o Objective) Name() string {
 	return o.Metric + "." + o.Stat
 }
 
-var capacityKeys = []string{"kind", "description", "capacity", "max_in_flight", "arrival", "burstiness", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix"}
+var capacityKeys = []string{"kind", "description", "capacity", "max_in_flight", "max_dispatch_lag", "arrival", "burstiness", "prompt_tokens", "max_tokens", "prompt", "seed", "slo", "shared_prefix"}
 
 // checkCapacity applies a capacity phase's defaults and checks it.
 func checkCapacity(e *errs, p *Phase, path string) {

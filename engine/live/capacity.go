@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -142,6 +143,7 @@ func (capacityKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 	err = r.runSearch(ctx, p, prompts, s, out, started)
 	out.WallS = time.Since(started).Seconds()
 	finishCapacity(out, s, c)
+	r.checkProbeLag(p, out)
 	if _, shape := r.send.(*shapeSender); shape && len(c.Objectives) > 0 {
 		// A real search bound by an objective has its value; the shape's
 		// max only saturates, so it holds the key a gate may read.
@@ -161,9 +163,15 @@ func (r *runner) runSearch(ctx context.Context, p *scenarios.Phase, prompts func
 	next := 0
 	e2e := map[float64]float64{} // median e2e seconds of the last probe at a value
 	var settle time.Duration
-	served := 0.0 // the most completions per second any probe saw
+	served := 0.0                   // the most completions per second any probe saw
+	var again *report.CapacityProbe // a client-late probe to run once more
 	for {
-		v, step, ok := s.next()
+		v, step, ok := 0.0, "", true
+		if again != nil {
+			v, step = again.Value, again.Step
+		} else {
+			v, step, ok = s.next()
+		}
 		if shape {
 			// The shape probes min (a pass) and max (saturated), so every
 			// key a search can fill is in it.
@@ -210,6 +218,14 @@ func (r *runner) runSearch(ctx context.Context, p *scenarios.Phase, prompts func
 			served = max(served, *pr.ServedPerS)
 		}
 		settle = settleTime(po.cancelled, served)
+		if pr.ClientLate && again == nil {
+			// The client, not the server, fell behind: a busy moment on the
+			// client's machine is run again before the search hears of it,
+			// so one burst elsewhere neither bounds the search nor passes.
+			again = pr
+			continue
+		}
+		again = nil
 		s.record(v, step, pr.Verdict == report.ProbePass)
 	}
 }
@@ -278,6 +294,30 @@ func finishCapacity(out *report.Capacity, s *search, c *scenarios.Capacity) {
 	}
 }
 
+// checkProbeLag marks the run's measurement invalid when the search was
+// bound by a probe the client could not offer (ClientLate): the capacity
+// found is then the client's limit as much as the server's.
+func (r *runner) checkProbeLag(p *scenarios.Phase, out *report.Capacity) {
+	if out.BoundBy != "dispatch_lag_ms" || out.Bracket.Fail == nil {
+		return
+	}
+	for i := len(out.Probes) - 1; i >= 0; i-- {
+		pr := out.Probes[i]
+		if pr.Value != *out.Bracket.Fail || !pr.ClientLate {
+			continue
+		}
+		found := "no capacity"
+		if out.Bracket.Pass != nil {
+			found = fmt.Sprintf("the capacity found, %g,", *out.Bracket.Pass)
+		}
+		msg := fmt.Sprintf("phase %s: the capacity probe at %g: %s; %s is the client's limit as much as the server's: "+
+			"give the client more CPU, lower capacity.max, or raise max_dispatch_lag to accept it", p.Name, pr.Value, pr.Reasons[0], found)
+		r.out.Invalid = append(r.out.Invalid, report.Invalidity{Reason: report.InvalidDispatchLag,
+			Path: report.Pointer("runs", r.run.Name, "phases", p.Name, "capacity", "probes", strconv.Itoa(i), "dispatch_lag_p99_ms"), Message: msg})
+		return
+	}
+}
+
 // belowMin is the error of a search whose min already failed: no load in
 // its range meets the objectives, so there is no capacity to judge (exit
 // 3). It names what failed at min and what to change.
@@ -319,6 +359,16 @@ func failedObjective(pr *report.CapacityProbe, text string) bool {
 // grows, that one crossed its limit first, at a lower load), with its value
 // and the others that failed too; else saturation, else the first reason.
 func boundBy(pr *report.CapacityProbe, objs scenarios.Objectives) (string, *float64, []string) {
+	if pr.ClientLate {
+		// The client, not the server: what failed with it is its doing too.
+		var also []string
+		for _, o := range pr.Objectives {
+			if !o.Pass {
+				also = append(also, o.Objective)
+			}
+		}
+		return "dispatch_lag_ms", pr.DispatchLagP99MS, also
+	}
 	best, worst := -1, 0.0
 	for i, o := range pr.Objectives {
 		if o.Pass {

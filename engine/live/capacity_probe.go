@@ -128,7 +128,19 @@ func (pc *probeRun) judge(pr *report.CapacityProbe, d driven) (*report.CapacityP
 		sig, sat = saturation(d.recs, from, to, end, pc.openLoop)
 	}
 	pr.Saturation = append(pr.Saturation, sig...)
-	judgeProbe(pc.c, pr, probeFigures{m: m, queue: lp.QueueMS, good: pc.pt.Good(), unfinished: d.unfinished, vals: pc.vals, minRequests: minRequests(pc.c, pc.p.Arrival)}, sat, sig, pc.shape)
+	late := ""
+	if pc.openLoop {
+		pr.DispatchLagP99MS = lp.DispatchLagMS.P99
+		if pc.shape && pr.DispatchLagP99MS == nil {
+			pr.DispatchLagP99MS = report.F(0)
+		}
+		if got, bound, why, over := lagPast(pc.p, lp.DispatchLagMS, m.TTFTMS.P50); over && !pc.shape {
+			pr.ClientLate = true
+			late = fmt.Sprintf("the client sent %s late at p99 (dispatch_lag_ms), past the %s it accepts (%s): the rate offered was not %g/s",
+				got.Round(10*time.Microsecond), bound.Round(10*time.Microsecond), why, pr.Value)
+		}
+	}
+	judgeProbe(pc.c, pr, probeFigures{m: m, queue: lp.QueueMS, good: pc.pt.Good(), unfinished: d.unfinished, vals: pc.vals, minRequests: minRequests(pc.c, pc.p.Arrival), late: late}, sat, sig, pc.shape)
 	o := probeOutcome{cancelled: d.cancelled}
 	if m.E2EMS.P50 != nil {
 		o.e2eS = *m.E2EMS.P50 / 1000
@@ -172,6 +184,9 @@ type probeFigures struct {
 	vals       [][]float64 // per objective: the values its interval is drawn from
 	// minRequests are the requests the window must hold (minRequests).
 	minRequests int
+	// late says how the client fell behind the probe's schedule past the
+	// bound it accepts ("" when it kept it): checkLag's rule for load points.
+	late string
 }
 
 // judgeProbe holds a probe's figures against the objectives and gives its
@@ -215,6 +230,12 @@ func judgeProbe(c *scenarios.Capacity, pr *report.CapacityProbe, f probeFigures,
 		pr.Reasons = append(pr.Reasons, fmt.Sprintf("only %d requests in the window, under %d (probe.min_requests %d)", pr.Requests, f.minRequests, c.Probe.MinRequests))
 	}
 	switch {
+	case f.late != "":
+		// What the window measured is the client's lateness as much as the
+		// server's latency, saturation signals included: not a pass, and
+		// not the server's verdict either.
+		pr.Verdict, pr.Clear = report.ProbeFail, true
+		pr.Reasons = append([]string{f.late}, pr.Reasons...)
 	case sat:
 		pr.Verdict, pr.Clear = report.ProbeSaturated, true
 		pr.Reasons = append(pr.Reasons, "saturated: "+sig[0])

@@ -35,21 +35,29 @@ func DispatchLagBound(p *scenarios.Phase, ttftP50MS *float64) time.Duration {
 	return b
 }
 
+// lagPast reports whether a point's dispatch lag p99 (got) is past the
+// bound phase p accepts, and names the bound (why): the one rule for load
+// points, trace replays and capacity probes.
+func lagPast(p *scenarios.Phase, lag report.Stat, ttft *float64) (got, bound time.Duration, why string, over bool) {
+	if lag.P99 == nil {
+		return 0, 0, "", false
+	}
+	bound = DispatchLagBound(p, ttft)
+	got = time.Duration(*lag.P99 * float64(time.Millisecond))
+	why = fmt.Sprintf("the default, the larger of %s and %g of TTFT p50", MinDispatchLagBound, DispatchLagShare)
+	if p.MaxDispatchLag != nil {
+		why = "its max_dispatch_lag"
+	}
+	return got, bound, why, got > bound
+}
+
 // checkLag marks the run's measurement invalid when the point at path
 // (JSON pointer of the point, e.g. /runs/sim/phases/load/points/0) lagged
 // its schedule past the phase's bound; label names it in the message.
 func (r *runner) checkLag(p *scenarios.Phase, path, label string, lag report.Stat, ttft *float64) {
-	if lag.P99 == nil {
+	got, bound, why, over := lagPast(p, lag, ttft)
+	if !over {
 		return
-	}
-	bound := DispatchLagBound(p, ttft)
-	got := time.Duration(*lag.P99 * float64(time.Millisecond))
-	if got <= bound {
-		return
-	}
-	why := fmt.Sprintf("the default, the larger of %s and %g of TTFT p50", MinDispatchLagBound, DispatchLagShare)
-	if p.MaxDispatchLag != nil {
-		why = "its max_dispatch_lag"
 	}
 	msg := fmt.Sprintf("phase %s%s: the client sent %s late at p99 (dispatch_lag_ms), past the %s it accepts (%s): "+
 		"the load offered was not the schedule's; give the client more CPU, lower the rate, or raise max_dispatch_lag to accept it",
