@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,11 +62,16 @@ func (s *tokenStream) Finished() error {
 // apart, each event written and flushed on its own (Go's TCP connections
 // are TCP_NODELAY), recording when it wrote each token: just before the
 // write and once it was flushed, the kernel's receive time on loopback lies
-// between them.
+// between them. written counts the tokens flushed so far; when firstRead is
+// set, the second token waits until it is closed (the client has read the
+// first), so the first token's read holds it alone however late a busy
+// machine wakes the reader.
 type lateServer struct {
-	mu     sync.Mutex
-	before []time.Time
-	after  []time.Time
+	mu        sync.Mutex
+	before    []time.Time
+	after     []time.Time
+	firstRead chan struct{}
+	written   atomic.Int32
 }
 
 const (
@@ -83,18 +89,37 @@ func (s *lateServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.Flush()
 		return before, time.Now()
 	}
+	s.mu.Lock()
+	firstRead := s.firstRead
+	s.mu.Unlock()
+	s.written.Store(0)
 	send(`{"role":"assistant"}`)
 	time.Sleep(20 * time.Millisecond)
 	var before, after []time.Time
 	for i := range lateTokens {
 		b, a := send(fmt.Sprintf(`{"t":%d}`, i))
 		before, after = append(before, b), append(after, a)
+		s.written.Add(1)
+		if i == 0 && firstRead != nil {
+			select {
+			case <-firstRead:
+			case <-time.After(10 * time.Second):
+			case <-r.Context().Done():
+			}
+		}
 		time.Sleep(lateTokenGap)
 	}
 	send("[DONE]")
 	s.mu.Lock()
 	s.before, s.after = before, after
 	s.mu.Unlock()
+}
+
+// untilWritten waits (at most 10 s) until the server has flushed n tokens.
+func (s *lateServer) untilWritten(n int32) {
+	for deadline := time.Now().Add(10 * time.Second); s.written.Load() < n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // The client reads late: lateRead sleeps latePause on the read that
@@ -115,10 +140,15 @@ func TestLateReaderClock(t *testing.T) {
 		userspace bool
 		ttftExact bool // the kernel's receive time of the first token
 		ttftShare bool // its read held later tokens too
+		// holdSecond: the server writes the second token only once the
+		// client has read the first; queuedBy: the pause lasts until the
+		// server has written this many tokens.
+		holdSecond bool
+		queuedBy   int32
 	}{
-		{name: "kernel clock, late at the first token", marker: `{"t":0}`, ttftExact: true},
-		{name: "read clock, late at the first token", marker: `{"t":0}`, userspace: true},
-		{name: "kernel clock, late before the first token", marker: `"role"`, ttftShare: true},
+		{name: "kernel clock, late at the first token", marker: `{"t":0}`, ttftExact: true, holdSecond: true, queuedBy: 3},
+		{name: "read clock, late at the first token", marker: `{"t":0}`, userspace: true, holdSecond: true, queuedBy: 3},
+		{name: "kernel clock, late before the first token", marker: `"role"`, ttftShare: true, queuedBy: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := New(Config{BaseURL: ts.URL, UserspaceClock: tc.userspace, TotalTimeout: 30 * time.Second}, tokenWire{})
@@ -126,6 +156,9 @@ func TestLateReaderClock(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
+			srv.mu.Lock()
+			srv.firstRead = nil
+			srv.mu.Unlock()
 			// One request on time first: the kernel turns timestamping on
 			// for the host lazily (a deferred static key), and until it is
 			// on a read's time is the read's, not the segments'.
@@ -133,10 +166,18 @@ func TestLateReaderClock(t *testing.T) {
 				t.Fatal(err)
 			}
 			var paused bool
+			var firstRead chan struct{}
 			c.lateRead = func(p []byte) {
 				if !paused && bytes.Contains(p, []byte(tc.marker)) {
 					paused = true
+					if firstRead != nil {
+						close(firstRead)
+					}
+					// The pause, and then until tokens queued behind the
+					// marker (a loaded server may write them later than
+					// the pause alone allows): the next read holds several.
 					time.Sleep(latePause)
+					srv.untilWritten(tc.queuedBy)
 				}
 			}
 			want := measure.ArrivalKernel
@@ -146,6 +187,13 @@ func TestLateReaderClock(t *testing.T) {
 			var res measure.Result
 			for try := 0; ; try++ {
 				paused = false
+				firstRead = nil
+				if tc.holdSecond {
+					firstRead = make(chan struct{})
+				}
+				srv.mu.Lock()
+				srv.firstRead = firstRead
+				srv.mu.Unlock()
 				res, err = c.Stream(context.Background(), measure.Request{MaxTokens: lateTokens, Stream: true})
 				if err != nil {
 					t.Fatal(err)
