@@ -57,11 +57,13 @@ type Capacity struct {
 	// BoundBy is the objective that failed at bracket.fail, the one
 	// furthest past its limit when several did ("saturated" when only
 	// saturation did, "max" when nothing failed up to max). BoundValue is
-	// its statistic there; AlsoFailed the other objectives that failed
-	// there, in the order written. Both absent in reports before them.
+	// its statistic there (absent when it names no objective); AlsoFailed
+	// the other objectives that failed there, in the order written: always
+	// a list, empty when none did, so a gate on it never meets a missing key.
+	// Both absent in reports before them.
 	BoundBy      string           `json:"bound_by"`
 	BoundValue   *float64         `json:"bound_value,omitempty"`
-	AlsoFailed   []string         `json:"also_failed,omitempty"`
+	AlsoFailed   []string         `json:"also_failed"`
 	Stop         string           `json:"stop"`
 	PrecisionPct float64          `json:"precision_pct"`
 	Min          float64          `json:"min"`

@@ -254,6 +254,10 @@ type Phase struct {
 	ByStep   map[string]*Point `json:"by_step,omitempty"`
 	Sessions *SessionStats     `json:"sessions,omitempty"`
 	Agent    *AgentStats       `json:"agent,omitempty"`
+	// DispatchLagMS: open-loop sessions and agent phases (rate:), how late
+	// the client woke to start each session or task, as a load point's
+	// dispatch_lag_ms; judged by the same bound (max_dispatch_lag).
+	DispatchLagMS *Stat `json:"dispatch_lag_ms,omitempty"`
 
 	// Samples is []SeamSample or []RequestSample, unless report.samples is false.
 	Samples any `json:"samples,omitempty"`

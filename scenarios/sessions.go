@@ -55,9 +55,9 @@ type ToolSpec struct {
 }
 
 var (
-	sessionsKeys = []string{"kind", "description", "sessions", "turns", "concurrency", "rate", "arrival", "think_time_ms",
+	sessionsKeys = []string{"kind", "description", "sessions", "turns", "concurrency", "rate", "arrival", "max_dispatch_lag", "think_time_ms",
 		"prompt_tokens", "max_tokens", "max_history_bytes", "max_reply_bytes", "seed", "max_error_rate"}
-	agentKeys = []string{"kind", "description", "sessions", "concurrency", "rate", "arrival", "tools", "max_steps",
+	agentKeys = []string{"kind", "description", "sessions", "concurrency", "rate", "arrival", "max_dispatch_lag", "tools", "max_steps",
 		"tool_latency_ms", "tool_result_tokens", "prompt_tokens", "max_tokens", "max_history_bytes", "max_reply_bytes", "seed", "max_error_rate"}
 	toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )

@@ -145,8 +145,9 @@ func (capacityKind) Run(ctx context.Context, r *runner, p *scenarios.Phase, ph *
 	finishCapacity(out, s, c)
 	r.checkProbeLag(p, out)
 	if _, shape := r.send.(*shapeSender); shape && len(c.Objectives) > 0 {
-		// A real search bound by an objective has its value; the shape's
-		// max only saturates, so it holds the key a gate may read.
+		// A real search bound by an objective (or by the client) has its
+		// value; the shape's max only saturates, so it holds the key a
+		// gate may read.
 		out.BoundValue = report.F(1)
 	}
 	if err == nil && s.stop == report.CapacityBelowMin {
@@ -282,13 +283,16 @@ func finishCapacity(out *report.Capacity, s *search, c *scenarios.Capacity) {
 	if out.Interval.Low == nil && out.Interval.High == nil {
 		out.Interval = capacityInterval(out.Probes, s.pass)
 	}
-	out.BoundBy = report.CapacityAtMax
+	out.BoundBy, out.AlsoFailed = report.CapacityAtMax, []string{}
 	if s.fail > 0 {
 		out.Bracket.Fail = report.F(s.fail)
-		out.BoundBy, out.BoundValue, out.AlsoFailed = "", nil, nil
+		out.BoundBy, out.BoundValue, out.AlsoFailed = "", nil, []string{}
 		for _, pr := range out.Probes {
 			if pr.Value == s.fail && pr.Verdict != report.ProbePass {
 				out.BoundBy, out.BoundValue, out.AlsoFailed = boundBy(pr, c.Objectives)
+				if out.AlsoFailed == nil {
+					out.AlsoFailed = []string{}
+				}
 			}
 		}
 	}

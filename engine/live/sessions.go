@@ -175,11 +175,21 @@ func (c *conversation) run(ctx context.Context, ph *report.Phase, job func(ctx c
 	jobCtx, cancelJobs := context.WithCancel(r.hard)
 	defer cancelJobs()
 	c.stop = func(error) { cancel(); cancelJobs() }
-	r.send.execute(pctx, plan, func(_ context.Context, i int, _, _ time.Time) { job(jobCtx, i) })
+	res := r.send.execute(pctx, plan, func(_ context.Context, i int, _, _ time.Time) { job(jobCtx, i) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rec.close(ph)
 	ph.Warnings = append(ph.Warnings, r.warnings...)
+	if res.DispatchLag != nil {
+		// Sessions started late offer fewer than rate: the load point's rule.
+		lag := report.StatFrom(res.DispatchLag)
+		ph.DispatchLagMS = &lag
+		var ttft *float64
+		if ph.ServingMetrics != nil {
+			ttft = ph.ServingMetrics.TTFTMS.P50
+		}
+		r.checkLag(p, report.Pointer("runs", r.run.Name, "phases", p.Name), "", lag, ttft)
+	}
 	if c.stopErr != nil {
 		return c.stopErr
 	}
