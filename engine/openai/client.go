@@ -121,7 +121,7 @@ func (wire) Body(req Request, extra map[string]any) (path string, body []byte, e
 	default:
 		return "", nil, fmt.Errorf("openai: unknown endpoint %q (want %q or %q)", req.Endpoint, EndpointChat, EndpointCompletions)
 	}
-	body, err = json.Marshal(b)
+	body, err = transport.MarshalBody(b)
 	if err != nil {
 		return "", nil, fmt.Errorf("openai: encode request body: %w", err)
 	}

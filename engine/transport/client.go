@@ -561,7 +561,8 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	// fires again for a stale-connection retry, so the last attempt wins.
 	var dialStart, dialDone, tlsStart, tlsDone, gotConnAt, headersAt, wroteAt atomic.Int64
 	since := func() int64 { return int64(time.Since(start)) }
-	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+	// The retry transport installs the trace (withStreamTrace).
+	hreq = hreq.WithContext(withStreamTrace(ctx, &httptrace.ClientTrace{
 		ConnectStart:      func(string, string) { dialStart.Store(since()) },
 		ConnectDone:       func(string, string, error) { dialDone.Store(since()) },
 		TLSHandshakeStart: func() { tlsStart.Store(since()) },
