@@ -524,11 +524,23 @@ func cloneMap(m map[string]any) map[string]any {
 
 // Stream sends one generation request and measures it. The returned error is
 // measure.Result.Err (nil on success); measure.Result holds whatever was measured either way.
-func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.Result, err error) {
-	path, body, err := c.wire.Body(req, c.cfg.ExtraBody)
+func (c *Client) Stream(ctx context.Context, req measure.Request) (measure.Result, error) {
+	// The request's state lives on the heap and stream's frame stays
+	// small: the frames under a parked read are the goroutine's stack for
+	// as long as the stream lasts, once per open stream.
+	res := new(measure.Result)
+	c.stream(ctx, &req, res)
+	if res.Err != nil {
+		return *res, res.Err
+	}
+	return *res, nil
+}
+
+func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.Result) {
+	path, body, err := c.wire.Body(*req, c.cfg.ExtraBody)
 	if err != nil {
 		res.Err = c.fail(measure.ClassProtocol, 0, err.Error(), err)
-		return res, res.Err
+		return
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -538,7 +550,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		defer cancelT()
 	}
 
-	acc := c.wire.NewStream(req)
+	acc := c.wire.NewStream(*req)
 	tl := acc.Timeline()
 	var staleRetries atomic.Int32
 	defer func() {
@@ -549,7 +561,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
 	if err != nil {
 		res.Err = c.fail(measure.ClassProtocol, 0, err.Error(), err)
-		return res, res.Err
+		return
 	}
 	var start time.Time
 	var firstByte time.Duration
@@ -637,8 +649,8 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 			res.HTTPStatus, res.Err.Status = resp.StatusCode, resp.StatusCode
 		}
 		tl.End = time.Since(start)
-		res.Metrics = measure.Derive(tl)
-		return res, res.Err
+		derive(res, tl)
+		return
 	}
 	defer resp.Body.Close()
 	if firstByte == 0 {
@@ -647,44 +659,45 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	tl.FirstByte(firstByte)
 	res.HTTPStatus = resp.StatusCode
 	// Until an answer body is read, a request has only what was measured.
-	noBody := func() measure.Metrics {
+	noBody := func() {
 		tl.Body, tl.End = measure.BodyNone, time.Since(start)
-		return measure.Derive(tl)
+		derive(res, tl)
 	}
 
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		res.Metrics = noBody()
+		noBody()
 		msg := fmt.Sprintf("HTTP %d %s: redirect to %s not followed", resp.StatusCode, http.StatusText(resp.StatusCode), safeLocation(resp))
 		if c.cfg.FollowRedirects != FollowSameOrigin {
 			msg += " (follow_redirects: same_origin follows a 307/308 to the same origin)"
 		}
 		res.Err = c.fail(measure.ClassRedirect, resp.StatusCode, msg, nil)
-		return res, res.Err
+		return
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+secretSlack))
 		res.BytesReceived = int64(len(snip))
 		// No token figures for a refused request: only what was measured.
-		res.Metrics = noBody()
+		noBody()
 		msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		if s := strings.TrimSpace(c.excerpt(snip, errorSnippetBytes)); s != "" {
 			msg += ": " + s
 		}
 		res.Err = c.fail(measure.ClassHTTPStatus, resp.StatusCode, msg, nil)
 		res.Err.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		return res, res.Err
+		return
 	}
 
 	if err := checkBody(resp, req.Stream); err != nil {
-		res.Metrics = noBody()
+		noBody()
 		res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
-		return res, res.Err
+		return
 	}
 	if !req.Stream {
 		if firstTimer != nil {
 			firstTimer.Stop()
 		}
-		return c.readJSON(ctx, resp, start, req, acc, res)
+		c.readJSON(ctx, resp, start, req, acc, res)
+		return
 	}
 
 	bufp := c.bufs.Get().(*[]byte)
@@ -700,7 +713,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	defer idle.stop()
 	var sinceToken, commentsAtToken int // events and comments since the last token event
 	var streamErr error
-	defer acc.End(&res)
+	defer acc.End(res)
 	tl.Body = measure.BodyStream
 	parser := sse.NewParser(c.cfg.MaxLineBytes)
 	emit := func(ev *sse.Event) error {
@@ -765,7 +778,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 			res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
 		}
 	}
-	res.Metrics = measure.Derive(tl)
+	derive(res, tl)
 	if res.Err == nil && tl.TokenEvents() == 0 {
 		// Usage alone is not an answer: nothing was streamed to time.
 		err := fmt.Errorf("%w: the stream ended after %d bytes and %d events without a token event", ErrNoOutput, res.BytesReceived, res.SSEEvents)
@@ -774,11 +787,14 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		}
 		res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
 	}
-	if res.Err != nil {
-		return res, res.Err
-	}
-	return res, nil
 }
+
+// derive fills res.Metrics from tl in a frame of its own: a temporary
+// Metrics (a few hundred bytes) in stream's frame would sit on the stack
+// of every open stream.
+//
+//go:noinline
+func derive(res *measure.Result, tl *measure.Timeline) { res.Metrics = measure.Derive(tl) }
 
 // idleWatch is the idle timeout of one stream: at most timeout between
 // token events once the first one arrived.
