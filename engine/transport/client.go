@@ -544,11 +544,6 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if c.cfg.TotalTimeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeoutCause(ctx, c.cfg.TotalTimeout, errTotal)
-		defer cancelT()
-	}
 
 	acc := c.wire.NewStream(*req)
 	tl := acc.Timeline()
@@ -622,12 +617,13 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 		}
 	}()
 
-	var firstTimer *time.Timer
-	// A non-streamed answer has no first token: TotalTimeout bounds it.
-	if c.cfg.FirstTokenTimeout > 0 && req.Stream {
-		firstTimer = time.AfterFunc(c.cfg.FirstTokenTimeout, func() { cancel(errFirstToken) })
-		defer firstTimer.Stop()
+	// The timeouts' clocks start here, just before the request's.
+	dl := deadlines{idle: c.cfg.IdleTimeout, total: c.cfg.TotalTimeout, ctx: ctx, cancel: cancel}
+	if req.Stream {
+		dl.first = c.cfg.FirstTokenTimeout // a non-streamed answer has no first token: TotalTimeout bounds it
 	}
+	dl.start()
+	defer dl.stop()
 
 	// The send timestamp: every offset of the request (ttfb_ms, ttft_ms,
 	// e2e_ms, connect and write times) is from here, and the time to get
@@ -693,9 +689,6 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 		return
 	}
 	if !req.Stream {
-		if firstTimer != nil {
-			firstTimer.Stop()
-		}
 		c.readJSON(ctx, resp, start, req, acc, res)
 		return
 	}
@@ -706,11 +699,8 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 
 	// The idle clock runs from the last token event: pings, comments and
 	// empty or role-only deltas are no progress and must not keep a stalled
-	// generation alive. A token event only stores its arrival; the timer,
-	// when it fires, re-arms itself for what is left of the timeout, so the
-	// hot path never touches the runtime's timer heap.
-	idle := idleWatch{timeout: c.cfg.IdleTimeout, start: start, cancel: cancel}
-	defer idle.stop()
+	// generation alive.
+	toOrigin := start.Sub(dl.origin)
 	var sinceToken, commentsAtToken int // events and comments since the last token event
 	var streamErr error
 	defer acc.End(res)
@@ -726,11 +716,9 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 			return nil
 		}
 		sinceToken, commentsAtToken = 0, parser.Comments()
-		if had == 0 && firstTimer != nil {
-			// Prefill is over: switch from the first-token to the idle clock.
-			firstTimer.Stop()
-		}
-		idle.token(ctx, ev.At)
+		// The first one ends prefill: the first-token clock stops and
+		// the idle clock starts.
+		dl.token(toOrigin + ev.At)
 		return nil
 	}
 	var last time.Duration
@@ -796,51 +784,97 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 //go:noinline
 func derive(res *measure.Result, tl *measure.Timeline) { res.Metrics = measure.Derive(tl) }
 
-// idleWatch is the idle timeout of one stream: at most timeout between
-// token events once the first one arrived.
-type idleWatch struct {
-	timeout time.Duration
-	start   time.Time
-	cancel  context.CancelCauseFunc
-	// last is the arrival of the last token event (an offset from start,
-	// ns); written by the reader, read by the timer's goroutine.
+// deadlines are one request's timeouts on one timer: the first token's
+// (streams only: start to the first token event), the idle one (between
+// token events, once the first came) and the total. A token event only
+// stores its arrival; the timer, when it fires, ends the request with the
+// cause whose time has come, or arms itself again for the nearest one
+// left. So the read path never touches the runtime's timer heap, and a
+// request costs one timer, not three and a context.
+type deadlines struct {
+	first, idle, total time.Duration // 0: none
+	ctx                context.Context
+	cancel             context.CancelCauseFunc
+	origin             time.Time // when the clocks started
+	// last is the arrival of the last token event, in ns after origin
+	// (at least 1); 0 until the first. Written by the reader, read by the
+	// timer's goroutine.
 	last  atomic.Int64
 	timer atomic.Pointer[time.Timer]
 }
 
-// token records a token event that arrived at at and starts the clock on
-// the first one.
-func (w *idleWatch) token(ctx context.Context, at time.Duration) {
-	if w.timeout <= 0 {
-		return
-	}
-	w.last.Store(int64(at))
-	if w.timer.Load() == nil {
-		w.arm(ctx, w.timeout)
+func (d *deadlines) start() {
+	d.origin = time.Now()
+	if wait, _ := d.due(0); wait >= 0 {
+		d.arm(wait)
 	}
 }
 
-// arm fires check after d; check ends the request when the last token is
-// timeout old, else arms again for the rest. A new timer each time keeps
-// the callback from touching a timer another goroutine may be resetting.
-func (w *idleWatch) arm(ctx context.Context, d time.Duration) {
-	w.timer.Store(time.AfterFunc(d, func() {
-		if ctx.Err() != nil {
+// token records the arrival of a token event, at after origin.
+func (d *deadlines) token(at time.Duration) { d.last.Store(max(int64(at), 1)) }
+
+// due is, now after origin, the cause whose time has come, else how long
+// until the nearest deadline may have (-1: none is set). Before the first
+// token the wait is at most the idle timeout: the token may come at any
+// moment, and its idle deadline must not be passed by a timer armed for
+// the first-token or total one.
+func (d *deadlines) due(now time.Duration) (wait time.Duration, cause error) {
+	wait = -1
+	soonest := func(left time.Duration) {
+		if wait < 0 || left < wait {
+			wait = left
+		}
+	}
+	if d.total > 0 {
+		if now >= d.total {
+			return 0, errTotal
+		}
+		soonest(d.total - now)
+	}
+	if last := time.Duration(d.last.Load()); last > 0 {
+		if d.idle > 0 {
+			// arrival may be the kernel's receive time, a wall-clock
+			// offset a little behind the monotonic one: the timeout can
+			// only run late.
+			quiet := now - last
+			if quiet >= d.idle {
+				return 0, errIdle
+			}
+			soonest(d.idle - quiet)
+		}
+		return wait, nil
+	}
+	if d.first > 0 {
+		if now >= d.first {
+			return 0, errFirstToken
+		}
+		soonest(d.first - now)
+	}
+	if d.idle > 0 {
+		soonest(d.idle)
+	}
+	return wait, nil
+}
+
+// arm checks after wait. A new timer each time keeps the callback from
+// touching a timer another goroutine may be stopping.
+func (d *deadlines) arm(wait time.Duration) {
+	d.timer.Store(time.AfterFunc(wait, func() {
+		if d.ctx.Err() != nil {
 			return
 		}
-		// arrival may be the kernel's receive time, a wall-clock offset a
-		// little behind the monotonic one: the timeout can only run late.
-		quiet := time.Since(w.start) - time.Duration(w.last.Load())
-		if quiet >= w.timeout {
-			w.cancel(errIdle)
-			return
+		wait, cause := d.due(time.Since(d.origin))
+		switch {
+		case cause != nil:
+			d.cancel(cause)
+		case wait >= 0:
+			d.arm(wait)
 		}
-		w.arm(ctx, w.timeout-quiet)
 	}))
 }
 
-func (w *idleWatch) stop() {
-	if t := w.timer.Load(); t != nil {
+func (d *deadlines) stop() {
+	if t := d.timer.Load(); t != nil {
 		t.Stop()
 	}
 }
