@@ -308,7 +308,6 @@ func (p *poolConn) acquired() {
 	defer p.mu.Unlock()
 	if p.idle != nil {
 		p.idle.Stop()
-		p.idle = nil
 	}
 }
 
@@ -339,13 +338,15 @@ func (p *poolConn) released() {
 		// Retire a little before the server closes, so a request never
 		// races the server's close.
 		lead := min(time.Second, p.timeout/2)
-		if p.idle != nil {
-			p.idle.Stop()
+		if p.idle == nil {
+			// One timer for the connection's life, reset at each release.
+			p.idle = time.AfterFunc(p.timeout-lead, func() {
+				p.retired.Store(true)
+				_ = p.Conn.Close()
+			})
+			return
 		}
-		p.idle = time.AfterFunc(p.timeout-lead, func() {
-			p.retired.Store(true)
-			_ = p.Conn.Close()
-		})
+		p.idle.Reset(p.timeout - lead)
 	}
 }
 
