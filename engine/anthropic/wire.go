@@ -122,7 +122,7 @@ func (wire) Body(req measure.Request, extra map[string]any) (string, []byte, err
 		b["system"] = strings.Join(system, "\n")
 	}
 	b["messages"] = msgs
-	body, err := json.Marshal(b)
+	body, err := transport.MarshalBody(b)
 	if err != nil {
 		return "", nil, fmt.Errorf("anthropic: encode request body: %w", err)
 	}

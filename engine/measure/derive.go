@@ -28,6 +28,9 @@ import (
 //     one and its interval is positive: no rate of nothing, none over no
 //     time, never 0 for lack of work nor NaN or Inf.
 func Derive(t *Timeline) Metrics {
+	// The figures a request has point into one block, not one
+	// allocation each: Derive runs once per request.
+	v := new(values)
 	m := Metrics{
 		RequestMetrics: report.RequestMetrics{
 			E2EMS:        durMs(t.End),
@@ -43,7 +46,7 @@ func Derive(t *Timeline) Metrics {
 		KeepAliveComments:  t.KeepAliveComments,
 	}
 	if t.HeadersSet {
-		m.TTFBMS = ptr(durMs(t.Headers))
+		m.TTFBMS = v.float(durMs(t.Headers))
 	}
 	if t.Body == BodyNone {
 		return m
@@ -57,10 +60,10 @@ func Derive(t *Timeline) Metrics {
 	var ttft time.Duration
 	if t.All.Events > 0 {
 		ttft = t.All.First
-		m.TTFTMS = ptr(durMs(ttft))
+		m.TTFTMS = v.float(durMs(ttft))
 	}
 	if t.Answer.Events > 0 {
-		m.TTFOMS = ptr(durMs(t.Answer.First))
+		m.TTFOMS = v.float(durMs(t.Answer.First))
 	}
 
 	u := &t.Usage
@@ -68,55 +71,78 @@ func Derive(t *Timeline) Metrics {
 	switch {
 	case u.CompletionSet:
 		m.TokenCountSource = u.Source
-		m.CompletionTokens = ptr(u.Completion)
+		m.CompletionTokens = v.int(u.Completion)
 		counted = true
 	case streamed:
 		m.TokenCountSource = SourceSSEEvents
-		m.CompletionTokens = ptr(t.All.Tokens)
+		m.CompletionTokens = v.int(t.All.Tokens)
 	}
 	if u.PromptSet {
-		m.PromptTokens = ptr(u.Prompt)
+		m.PromptTokens = v.int(u.Prompt)
 	}
 	if u.CachedSet {
-		m.CachedTokens = ptr(u.Cached)
+		m.CachedTokens = v.int(u.Cached)
 	}
 	switch {
 	case u.ReasonSet:
-		m.ReasoningTokens = ptr(u.Reasoning)
+		m.ReasoningTokens = v.int(u.Reasoning)
 	case streamed:
-		m.ReasoningTokens = ptr(t.Reasoning.Tokens)
+		m.ReasoningTokens = v.int(t.Reasoning.Tokens)
 	case t.ReasoningTextBytes == 0:
-		m.ReasoningTokens = ptr(0)
+		m.ReasoningTokens = v.int(0)
 	}
 
 	if c := m.CompletionTokens; c != nil {
 		span := t.All.interval()
-		if m.DecodeTokensPerS = rate(*c-1, span); m.DecodeTokensPerS != nil {
-			m.TPOTMS = ptr(durMs(span) / float64(*c-1))
+		if m.DecodeTokensPerS = v.rate(*c-1, span); m.DecodeTokensPerS != nil {
+			m.TPOTMS = v.float(durMs(span) / float64(*c-1))
 		}
 	}
 	if r := m.ReasoningTokens; r != nil {
-		m.ReasoningTokensPerS = rate(*r-1, t.Reasoning.interval())
+		m.ReasoningTokensPerS = v.rate(*r-1, t.Reasoning.interval())
 		answer := t.Answer.Tokens
 		if counted && *m.CompletionTokens-*r >= 1 {
 			answer = *m.CompletionTokens - *r
 		}
-		m.AnswerTokensPerS = rate(answer-1, t.Answer.interval())
+		m.AnswerTokensPerS = v.rate(answer-1, t.Answer.interval())
 	}
 	if p := m.PromptTokens; p != nil {
 		cached := 0
 		if m.CachedTokens != nil {
 			cached = *m.CachedTokens
 		}
-		m.PrefillTokensPerS = rate(*p-cached, ttft)
+		m.PrefillTokensPerS = v.rate(*p-cached, ttft)
 	}
 	return m
 }
 
+// values holds what one request's Metrics point at: a float figure each
+// (ttfb, ttft, ttfo, tpot, and the four rates) and an int count each
+// (completion, prompt, cached, reasoning).
+type values struct {
+	f      [8]float64
+	i      [4]int
+	nf, ni int
+}
+
+func (v *values) float(x float64) *float64 {
+	p := &v.f[v.nf]
+	v.nf++
+	*p = x
+	return p
+}
+
+func (v *values) int(x int) *int {
+	p := &v.i[v.ni]
+	v.ni++
+	*p = x
+	return p
+}
+
 // rate is tokens per second over d: present only when tokens ≥ 1 and d > 0.
-func rate(tokens int, d time.Duration) *float64 {
+func (v *values) rate(tokens int, d time.Duration) *float64 {
 	if tokens < 1 || d <= 0 {
 		return nil
 	}
-	return ptr(float64(tokens) / d.Seconds())
+	return v.float(float64(tokens) / d.Seconds())
 }

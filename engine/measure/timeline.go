@@ -290,5 +290,3 @@ func (t *Timeline) addGap(gap float64) {
 }
 
 func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func ptr[T any](v T) *T { return &v }

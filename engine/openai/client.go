@@ -92,15 +92,16 @@ func (s *stream) End(res *Result) {
 // Body assembles the JSON body: defaults, then the target's body fields
 // (extra), then Request.ExtraBody, then the request's own fields.
 func (wire) Body(req Request, extra map[string]any) (path string, body []byte, err error) {
-	b := map[string]any{
-		"temperature": 0,
-		"top_p":       1,
-		"stream":      req.Stream,
-		"ignore_eos":  true,
-		// FreeToken and vLLM/SGLang spell "thinking off" differently.
-		"thinking":             map[string]any{"type": "disabled"},
-		"chat_template_kwargs": map[string]any{"enable_thinking": false},
-	}
+	// Room for every key a request adds: the map does not grow (and
+	// reallocate) on the way.
+	b := make(map[string]any, 16)
+	b["temperature"] = 0
+	b["top_p"] = 1
+	b["stream"] = req.Stream
+	b["ignore_eos"] = true
+	// FreeToken and vLLM/SGLang spell "thinking off" differently.
+	b["thinking"] = map[string]any{"type": "disabled"}
+	b["chat_template_kwargs"] = map[string]any{"enable_thinking": false}
 	if req.Stream {
 		// vLLM rejects stream_options on non-streamed requests.
 		b["stream_options"] = map[string]any{"include_usage": true}
@@ -126,7 +127,7 @@ func (wire) Body(req Request, extra map[string]any) (path string, body []byte, e
 	default:
 		return "", nil, fmt.Errorf("openai: unknown endpoint %q (want %q or %q)", req.Endpoint, EndpointChat, EndpointCompletions)
 	}
-	body, err = json.Marshal(b)
+	body, err = transport.MarshalBody(b)
 	if err != nil {
 		return "", nil, fmt.Errorf("openai: encode request body: %w", err)
 	}

@@ -524,21 +524,28 @@ func cloneMap(m map[string]any) map[string]any {
 
 // Stream sends one generation request and measures it. The returned error is
 // measure.Result.Err (nil on success); measure.Result holds whatever was measured either way.
-func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.Result, err error) {
-	path, body, err := c.wire.Body(req, c.cfg.ExtraBody)
+func (c *Client) Stream(ctx context.Context, req measure.Request) (measure.Result, error) {
+	// The request's state lives on the heap and stream's frame stays
+	// small: the frames under a parked read are the goroutine's stack for
+	// as long as the stream lasts, once per open stream.
+	res := new(measure.Result)
+	c.stream(ctx, &req, res)
+	if res.Err != nil {
+		return *res, res.Err
+	}
+	return *res, nil
+}
+
+func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.Result) {
+	path, body, err := c.wire.Body(*req, c.cfg.ExtraBody)
 	if err != nil {
 		res.Err = c.fail(measure.ClassProtocol, 0, err.Error(), err)
-		return res, res.Err
+		return
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if c.cfg.TotalTimeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeoutCause(ctx, c.cfg.TotalTimeout, errTotal)
-		defer cancelT()
-	}
 
-	acc := c.wire.NewStream(req)
+	acc := c.wire.NewStream(*req)
 	tl := acc.Timeline()
 	var staleRetries atomic.Int32
 	defer func() {
@@ -549,7 +556,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
 	if err != nil {
 		res.Err = c.fail(measure.ClassProtocol, 0, err.Error(), err)
-		return res, res.Err
+		return
 	}
 	var start time.Time
 	var firstByte time.Duration
@@ -561,7 +568,8 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	// fires again for a stale-connection retry, so the last attempt wins.
 	var dialStart, dialDone, tlsStart, tlsDone, gotConnAt, headersAt, wroteAt atomic.Int64
 	since := func() int64 { return int64(time.Since(start)) }
-	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+	// The retry transport installs the trace (withStreamTrace).
+	hreq = hreq.WithContext(withStreamTrace(ctx, &httptrace.ClientTrace{
 		ConnectStart:      func(string, string) { dialStart.Store(since()) },
 		ConnectDone:       func(string, string, error) { dialDone.Store(since()) },
 		TLSHandshakeStart: func() { tlsStart.Store(since()) },
@@ -609,12 +617,13 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		}
 	}()
 
-	var firstTimer *time.Timer
-	// A non-streamed answer has no first token: TotalTimeout bounds it.
-	if c.cfg.FirstTokenTimeout > 0 && req.Stream {
-		firstTimer = time.AfterFunc(c.cfg.FirstTokenTimeout, func() { cancel(errFirstToken) })
-		defer firstTimer.Stop()
+	// The timeouts' clocks start here, just before the request's.
+	dl := deadlines{idle: c.cfg.IdleTimeout, total: c.cfg.TotalTimeout, ctx: ctx, cancel: cancel}
+	if req.Stream {
+		dl.first = c.cfg.FirstTokenTimeout // a non-streamed answer has no first token: TotalTimeout bounds it
 	}
+	dl.start()
+	defer dl.stop()
 
 	// The send timestamp: every offset of the request (ttfb_ms, ttft_ms,
 	// e2e_ms, connect and write times) is from here, and the time to get
@@ -636,8 +645,8 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 			res.HTTPStatus, res.Err.Status = resp.StatusCode, resp.StatusCode
 		}
 		tl.End = time.Since(start)
-		res.Metrics = measure.Derive(tl)
-		return res, res.Err
+		derive(res, tl)
+		return
 	}
 	defer resp.Body.Close()
 	if firstByte == 0 {
@@ -646,44 +655,42 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 	tl.FirstByte(firstByte)
 	res.HTTPStatus = resp.StatusCode
 	// Until an answer body is read, a request has only what was measured.
-	noBody := func() measure.Metrics {
+	noBody := func() {
 		tl.Body, tl.End = measure.BodyNone, time.Since(start)
-		return measure.Derive(tl)
+		derive(res, tl)
 	}
 
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		res.Metrics = noBody()
+		noBody()
 		msg := fmt.Sprintf("HTTP %d %s: redirect to %s not followed", resp.StatusCode, http.StatusText(resp.StatusCode), safeLocation(resp))
 		if c.cfg.FollowRedirects != FollowSameOrigin {
 			msg += " (follow_redirects: same_origin follows a 307/308 to the same origin)"
 		}
 		res.Err = c.fail(measure.ClassRedirect, resp.StatusCode, msg, nil)
-		return res, res.Err
+		return
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+secretSlack))
 		res.BytesReceived = int64(len(snip))
 		// No token figures for a refused request: only what was measured.
-		res.Metrics = noBody()
+		noBody()
 		msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		if s := strings.TrimSpace(c.excerpt(snip, errorSnippetBytes)); s != "" {
 			msg += ": " + s
 		}
 		res.Err = c.fail(measure.ClassHTTPStatus, resp.StatusCode, msg, nil)
 		res.Err.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		return res, res.Err
+		return
 	}
 
 	if err := checkBody(resp, req.Stream); err != nil {
-		res.Metrics = noBody()
+		noBody()
 		res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
-		return res, res.Err
+		return
 	}
 	if !req.Stream {
-		if firstTimer != nil {
-			firstTimer.Stop()
-		}
-		return c.readJSON(ctx, resp, start, req, acc, res)
+		c.readJSON(ctx, resp, start, req, acc, res)
+		return
 	}
 
 	bufp := c.bufs.Get().(*[]byte)
@@ -692,14 +699,11 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 
 	// The idle clock runs from the last token event: pings, comments and
 	// empty or role-only deltas are no progress and must not keep a stalled
-	// generation alive. A token event only stores its arrival; the timer,
-	// when it fires, re-arms itself for what is left of the timeout, so the
-	// hot path never touches the runtime's timer heap.
-	idle := idleWatch{timeout: c.cfg.IdleTimeout, start: start, cancel: cancel}
-	defer idle.stop()
+	// generation alive.
+	toOrigin := start.Sub(dl.origin)
 	var sinceToken, commentsAtToken int // events and comments since the last token event
 	var streamErr error
-	defer acc.End(&res)
+	defer acc.End(res)
 	tl.Body = measure.BodyStream
 	parser := sse.NewParser(c.cfg.MaxLineBytes)
 	emit := func(ev *sse.Event) error {
@@ -712,11 +716,9 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 			return nil
 		}
 		sinceToken, commentsAtToken = 0, parser.Comments()
-		if had == 0 && firstTimer != nil {
-			// Prefill is over: switch from the first-token to the idle clock.
-			firstTimer.Stop()
-		}
-		idle.token(ctx, ev.At)
+		// The first one ends prefill: the first-token clock stops and
+		// the idle clock starts.
+		dl.token(toOrigin + ev.At)
 		return nil
 	}
 	var last time.Duration
@@ -764,7 +766,7 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 			res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
 		}
 	}
-	res.Metrics = measure.Derive(tl)
+	derive(res, tl)
 	if res.Err == nil && tl.TokenEvents() == 0 {
 		// Usage alone is not an answer: nothing was streamed to time.
 		err := fmt.Errorf("%w: the stream ended after %d bytes and %d events without a token event", ErrNoOutput, res.BytesReceived, res.SSEEvents)
@@ -773,57 +775,106 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (res measure.R
 		}
 		res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
 	}
-	if res.Err != nil {
-		return res, res.Err
-	}
-	return res, nil
 }
 
-// idleWatch is the idle timeout of one stream: at most timeout between
-// token events once the first one arrived.
-type idleWatch struct {
-	timeout time.Duration
-	start   time.Time
-	cancel  context.CancelCauseFunc
-	// last is the arrival of the last token event (an offset from start,
-	// ns); written by the reader, read by the timer's goroutine.
+// derive fills res.Metrics from tl in a frame of its own: a temporary
+// Metrics (a few hundred bytes) in stream's frame would sit on the stack
+// of every open stream.
+//
+//go:noinline
+func derive(res *measure.Result, tl *measure.Timeline) { res.Metrics = measure.Derive(tl) }
+
+// deadlines are one request's timeouts on one timer: the first token's
+// (streams only: start to the first token event), the idle one (between
+// token events, once the first came) and the total. A token event only
+// stores its arrival; the timer, when it fires, ends the request with the
+// cause whose time has come, or arms itself again for the nearest one
+// left. So the read path never touches the runtime's timer heap, and a
+// request costs one timer, not three and a context.
+type deadlines struct {
+	first, idle, total time.Duration // 0: none
+	ctx                context.Context
+	cancel             context.CancelCauseFunc
+	origin             time.Time // when the clocks started
+	// last is the arrival of the last token event, in ns after origin
+	// (at least 1); 0 until the first. Written by the reader, read by the
+	// timer's goroutine.
 	last  atomic.Int64
 	timer atomic.Pointer[time.Timer]
 }
 
-// token records a token event that arrived at at and starts the clock on
-// the first one.
-func (w *idleWatch) token(ctx context.Context, at time.Duration) {
-	if w.timeout <= 0 {
-		return
-	}
-	w.last.Store(int64(at))
-	if w.timer.Load() == nil {
-		w.arm(ctx, w.timeout)
+func (d *deadlines) start() {
+	d.origin = time.Now()
+	if wait, _ := d.due(0); wait >= 0 {
+		d.arm(wait)
 	}
 }
 
-// arm fires check after d; check ends the request when the last token is
-// timeout old, else arms again for the rest. A new timer each time keeps
-// the callback from touching a timer another goroutine may be resetting.
-func (w *idleWatch) arm(ctx context.Context, d time.Duration) {
-	w.timer.Store(time.AfterFunc(d, func() {
-		if ctx.Err() != nil {
+// token records the arrival of a token event, at after origin.
+func (d *deadlines) token(at time.Duration) { d.last.Store(max(int64(at), 1)) }
+
+// due is, now after origin, the cause whose time has come, else how long
+// until the nearest deadline may have (-1: none is set). Before the first
+// token the wait is at most the idle timeout: the token may come at any
+// moment, and its idle deadline must not be passed by a timer armed for
+// the first-token or total one.
+func (d *deadlines) due(now time.Duration) (wait time.Duration, cause error) {
+	wait = -1
+	soonest := func(left time.Duration) {
+		if wait < 0 || left < wait {
+			wait = left
+		}
+	}
+	if d.total > 0 {
+		if now >= d.total {
+			return 0, errTotal
+		}
+		soonest(d.total - now)
+	}
+	if last := time.Duration(d.last.Load()); last > 0 {
+		if d.idle > 0 {
+			// arrival may be the kernel's receive time, a wall-clock
+			// offset a little behind the monotonic one: the timeout can
+			// only run late.
+			quiet := now - last
+			if quiet >= d.idle {
+				return 0, errIdle
+			}
+			soonest(d.idle - quiet)
+		}
+		return wait, nil
+	}
+	if d.first > 0 {
+		if now >= d.first {
+			return 0, errFirstToken
+		}
+		soonest(d.first - now)
+	}
+	if d.idle > 0 {
+		soonest(d.idle)
+	}
+	return wait, nil
+}
+
+// arm checks after wait. A new timer each time keeps the callback from
+// touching a timer another goroutine may be stopping.
+func (d *deadlines) arm(wait time.Duration) {
+	d.timer.Store(time.AfterFunc(wait, func() {
+		if d.ctx.Err() != nil {
 			return
 		}
-		// arrival may be the kernel's receive time, a wall-clock offset a
-		// little behind the monotonic one: the timeout can only run late.
-		quiet := time.Since(w.start) - time.Duration(w.last.Load())
-		if quiet >= w.timeout {
-			w.cancel(errIdle)
-			return
+		wait, cause := d.due(time.Since(d.origin))
+		switch {
+		case cause != nil:
+			d.cancel(cause)
+		case wait >= 0:
+			d.arm(wait)
 		}
-		w.arm(ctx, w.timeout-quiet)
 	}))
 }
 
-func (w *idleWatch) stop() {
-	if t := w.timer.Load(); t != nil {
+func (d *deadlines) stop() {
+	if t := d.timer.Load(); t != nil {
 		t.Stop()
 	}
 }

@@ -23,6 +23,38 @@ type tsConn struct {
 	raw  syscall.RawConn // net's interface to the socket; the calls go through unix
 	last atomic.Int64    // unix ns of the newest data returned by Read; 0 if none
 	oob  []byte
+
+	// Read's recvmsg, built once per connection: a closure made per call
+	// (RawConn.Read takes a func) and unix.Recvmsg's own headers cost
+	// three heap allocations per read on the client's hot path. Reads of
+	// one connection never overlap (net/http has one reader per
+	// connection, and poll.FD serialises them), so the state can live here.
+	msg  unix.Msghdr
+	iov  unix.Iovec
+	n    int
+	err  syscall.Errno
+	recv func(fd uintptr) bool
+}
+
+// newTSConn wraps c, whose socket raw has SO_TIMESTAMPNS on.
+func newTSConn(c net.Conn, raw syscall.RawConn) *tsConn {
+	t := &tsConn{Conn: c, raw: raw, oob: make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))}
+	t.msg.Iov, t.msg.Iovlen = &t.iov, 1
+	t.msg.Control = &t.oob[0]
+	t.recv = func(fd uintptr) bool {
+		for {
+			// The kernel rewrites these on each call, failed ones too.
+			t.msg.SetControllen(len(t.oob))
+			t.msg.Flags = 0
+			r, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&t.msg)), 0)
+			if e == unix.EINTR {
+				continue
+			}
+			t.n, t.err = int(r), e
+			return e != unix.EAGAIN
+		}
+	}
+	return t
 }
 
 // kernelTimestampDialer wraps TCP connections in tsConn when the socket
@@ -47,7 +79,7 @@ func kernelTimestampDialer(dial func(ctx context.Context, network, addr string) 
 		}); err != nil || serr != nil {
 			return c, nil
 		}
-		return &tsConn{Conn: c, raw: raw, oob: make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))}, nil
+		return newTSConn(c, raw), nil
 	}
 }
 
@@ -58,25 +90,24 @@ func (c *tsConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n, oobn int
-	var rerr error
-	err := c.raw.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), p, c.oob, 0)
-		return rerr != unix.EAGAIN
-	})
-	if err == nil {
-		err = rerr
+	c.iov.Base = &p[0]
+	c.iov.SetLen(len(p))
+	c.n, c.err = 0, 0
+	err := c.raw.Read(c.recv)
+	n, errno := c.n, c.err
+	// Drop the reference to p: the connection must not keep a caller's
+	// buffer alive.
+	c.iov.Base = nil
+	if err == nil && errno != 0 {
+		err = errno
 	}
 	if err != nil {
-		if n < 0 {
-			n = 0
-		}
-		return n, err
+		return max(n, 0), err
 	}
 	if n == 0 {
 		return 0, io.EOF
 	}
-	if ts, ok := parseTimestampNS(c.oob[:oobn]); ok {
+	if ts, ok := parseTimestampNS(c.oob[:c.msg.Controllen]); ok {
 		c.last.Store(ts)
 	}
 	return n, nil

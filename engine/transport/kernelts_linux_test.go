@@ -123,3 +123,60 @@ func TestKernelTimestampDialerRecordsReceiveTime(t *testing.T) {
 		}
 	}
 }
+
+// A read of data already in the socket, and the EOF at the end, go
+// through recvmsg without a heap allocation: Read runs once per data read
+// of every stream.
+func TestTSConnReadDoesNotAllocate(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const runs = 200
+	sent := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			sent <- err
+			return
+		}
+		// Everything at once, then the close: every read finds data.
+		_, err = c.Write(make([]byte, runs+1))
+		sent <- err
+		_ = c.Close()
+	}()
+	d := &net.Dialer{}
+	c, err := kernelTimestampDialer(d.DialContext)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1)
+	// The first read waits for the bytes to cross loopback.
+	if _, err := io.ReadFull(c, buf); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(runs-1, func() {
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per read, want 0", n)
+	}
+	for {
+		_, err := c.Read(buf)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := c.(*tsConn).lastReceive(); !ok {
+		t.Log("no kernel receive time on any read (the host turns timestamping on lazily)")
+	}
+}

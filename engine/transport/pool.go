@@ -111,21 +111,44 @@ func (t *retryTransport) CloseIdleConnections() {
 	t.fresh.CloseIdleConnections()
 }
 
+// streamTraceKey carries the trace of a request Stream sends. The retry
+// transport's own trace calls its hooks, so one trace serves both: a
+// second httptrace.WithClientTrace would compose the two through
+// reflection (reflect.MakeFunc per request, reflect.Call per hook).
+type streamTraceKey struct{}
+
+func withStreamTrace(ctx context.Context, tr *httptrace.ClientTrace) context.Context {
+	return context.WithValue(ctx, streamTraceKey{}, tr)
+}
+
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var reused, gotByte atomic.Bool
 	var pc atomic.Pointer[poolConn]
-	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			// Go may resend on another connection itself: the last one wins.
-			reused.Store(info.Reused)
-			if p := poolConnOf(info.Conn); p != nil {
-				p.acquired()
-				pc.Store(p)
-			}
-		},
-		GotFirstResponseByte: func() { gotByte.Store(true) },
-	})
-	resp, err := t.pooled.RoundTrip(req.WithContext(ctx))
+	inner, _ := req.Context().Value(streamTraceKey{}).(*httptrace.ClientTrace)
+	own := &httptrace.ClientTrace{}
+	if inner != nil {
+		*own = *inner
+	}
+	// This transport's hooks run first, then the stream's.
+	innerGotConn, innerGotByte := own.GotConn, own.GotFirstResponseByte
+	own.GotConn = func(info httptrace.GotConnInfo) {
+		// Go may resend on another connection itself: the last one wins.
+		reused.Store(info.Reused)
+		if p := poolConnOf(info.Conn); p != nil {
+			p.acquired()
+			pc.Store(p)
+		}
+		if innerGotConn != nil {
+			innerGotConn(info)
+		}
+	}
+	own.GotFirstResponseByte = func() {
+		gotByte.Store(true)
+		if innerGotByte != nil {
+			innerGotByte()
+		}
+	}
+	resp, err := t.pooled.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), own)))
 	if err == nil {
 		if p := pc.Load(); p != nil {
 			p.responded(resp.Header)
@@ -159,6 +182,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &staleError{why: why, first: err}
 	}
 	r2 := req.Clone(req.Context())
+	if inner != nil {
+		// The stream hears the fresh connection's events too; a copy,
+		// as WithClientTrace writes into the trace it is given.
+		cp := *inner
+		r2 = r2.WithContext(httptrace.WithClientTrace(r2.Context(), &cp))
+	}
 	if req.GetBody != nil {
 		body, gerr := req.GetBody()
 		if gerr != nil {
@@ -279,7 +308,6 @@ func (p *poolConn) acquired() {
 	defer p.mu.Unlock()
 	if p.idle != nil {
 		p.idle.Stop()
-		p.idle = nil
 	}
 }
 
@@ -310,13 +338,15 @@ func (p *poolConn) released() {
 		// Retire a little before the server closes, so a request never
 		// races the server's close.
 		lead := min(time.Second, p.timeout/2)
-		if p.idle != nil {
-			p.idle.Stop()
+		if p.idle == nil {
+			// One timer for the connection's life, reset at each release.
+			p.idle = time.AfterFunc(p.timeout-lead, func() {
+				p.retired.Store(true)
+				_ = p.Conn.Close()
+			})
+			return
 		}
-		p.idle = time.AfterFunc(p.timeout-lead, func() {
-			p.retired.Store(true)
-			_ = p.Conn.Close()
-		})
+		p.idle.Reset(p.timeout - lead)
 	}
 }
 

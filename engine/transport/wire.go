@@ -95,36 +95,34 @@ func (e *StreamError) Error() string {
 }
 
 // readJSON reads a non-streamed answer with the wire's decoder.
-func (c *Client) readJSON(ctx context.Context, resp *http.Response, start time.Time, req measure.Request, acc Stream, res measure.Result) (measure.Result, error) {
+func (c *Client) readJSON(ctx context.Context, resp *http.Response, start time.Time, req *measure.Request, acc Stream, res *measure.Result) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, jsonBodyBytes))
 	res.BytesReceived = int64(len(data))
 	tl := acc.Timeline()
 	tl.Body, tl.End = measure.BodyJSON, time.Since(start)
 	if err != nil {
 		tl.Body = measure.BodyNone
-		res.Metrics = measure.Derive(tl)
+		derive(res, tl)
 		res.Err = c.classify(ctx, err, "read body")
-		return res, res.Err
+		return
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		tl.Body = measure.BodyNone
-		res.Metrics = measure.Derive(tl)
+		derive(res, tl)
 		err := fmt.Errorf("%w: empty 200 body", ErrNoOutput)
 		res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
-		return res, res.Err
+		return
 	}
-	status, err := c.wire.DecodeJSON(data, resp.StatusCode, req, tl, &res)
+	status, err := c.wire.DecodeJSON(data, resp.StatusCode, *req, tl, res)
 	if err == nil {
 		if err = tl.CheckUsage(); err != nil {
 			status = resp.StatusCode
 		}
 	}
-	res.Metrics = measure.Derive(tl)
+	derive(res, tl)
 	if err != nil {
 		res.Err = c.fail(answerClass(err), status, err.Error(), err)
-		return res, res.Err
 	}
-	return res, nil
 }
 
 // answerClass is the class of an answer the wire refused: truncated when
