@@ -419,25 +419,14 @@ var exampleArgs = map[string][]string{
 	"anthropic.yaml": {"--profile", "sim"}, "reasoning.yaml": {"--profile", "sim"}, "faults.yaml": {"--profile", "sim"}, "route-session-live.yaml": {"--profile", "sim"},
 	"sharded-load.yaml":  {"--set", "gates.2.optional=true"},
 	"mlperf-server.yaml": shortCapacity("mlperf"),
-	"capacity.yaml":      clientOnTime("capacity"),
 }
 
 // shortCapacity overrides a capacity phase's search to a few short probes
 // (30% precision, 8 requests a probe, a 2 s hold), for tests that judge
-// what a search reports, not where it lands, nor whether the client kept
-// its schedule (clientOnTime).
+// what a search reports, not where it lands.
 func shortCapacity(phase string) []string {
 	c := "phases." + phase + ".capacity."
-	return append([]string{"--set", c + "precision=30%", "--set", c + "probe.min_requests=8", "--set", c + "probe.hold=2s"}, clientOnTime(phase)...)
-}
-
-// clientOnTime accepts any lateness of the client in a capacity phase: its
-// probes judge it (a late probe never passes, and a search it bounds is
-// invalid), and beside this package's parallel tests the client is late
-// for the harness's sake, not the example's. engine/live's
-// TestCapacityProbesJudgeTheClientsLateness tests the rule itself.
-func clientOnTime(phase string) []string {
-	return []string{"--set", "phases." + phase + ".max_dispatch_lag=1h"}
+	return []string{"--set", c + "precision=30%", "--set", c + "probe.min_requests=8", "--set", c + "probe.hold=2s"}
 }
 
 func TestExamplesRun(t *testing.T) {
