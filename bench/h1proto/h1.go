@@ -51,6 +51,8 @@ type counts struct {
 	// lateMaxNS is the longest such read's data waited (kernel receive
 	// to the read's return).
 	late, lateMaxNS int64
+	// lost: waits ended by the deadline that found data queued.
+	lost int64
 }
 
 // sockReader is a connection's read path: n bytes into p and the kernel's
@@ -148,8 +150,12 @@ func (s *stream) stamp(tsNS int64) {
 
 var errShort = errors.New("stream ended early")
 
-// lostWakeupDeadline bounds a request of the skip variant.
-const lostWakeupDeadline = 30 * time.Second
+// lostWakeupWait bounds a wait of the skip variant (recvReader): a lost
+// wake-up costs at most this much of its request's time.
+const lostWakeupWait = 500 * time.Millisecond
+
+// lostWakeupWaits bounds the waits of one read of the skip variant.
+const lostWakeupWaits = 120
 
 // do sends req (prebuilt bytes, one Write) and reads its streamed answer:
 // every SSE event through the parser and openai's accumulator (its JSON
@@ -160,8 +166,8 @@ func (s *stream) do(req []byte, maxTokens int) (measure.Metrics, error) {
 	s.last = 0
 	s.start = time.Now()
 	if s.v.skipAfterShort {
-		// A lost wake-up (recvReader) fails the request, not the run.
-		if err := s.nc.SetReadDeadline(s.start.Add(lostWakeupDeadline)); err != nil {
+		// A lost wake-up ends at this deadline (recvReader).
+		if err := s.nc.SetReadDeadline(s.start.Add(lostWakeupWait)); err != nil {
 			return measure.Metrics{}, err
 		}
 	}

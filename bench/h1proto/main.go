@@ -40,6 +40,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/bench/internal/closedloop"
+	"github.com/tollgate-dev/tollgate/bench/internal/rounds"
 	"github.com/tollgate-dev/tollgate/bench/internal/serve"
 	"github.com/tollgate-dev/tollgate/engine/measure"
 	"github.com/tollgate-dev/tollgate/engine/openai"
@@ -104,6 +106,7 @@ type result struct {
 	skipped      float64
 	late         float64 // reads that found data older than their call after a skipped try
 	lateMaxMS    float64 // the longest such data waited
+	lost         float64 // waits that missed their data until the deadline
 	ttftP50MS    float64
 	wall         time.Duration
 	eventsPerReq float64
@@ -147,7 +150,7 @@ func run(c config) error {
 	}
 	defer srv.Stop()
 	fmt.Printf("server: tollgate serve, 1 ms decode step + 1 µs per running sequence, 2 ms TTFT base\n")
-	fmt.Printf("load average at the start: %s   (%d CPUs)\n\n", loadavg(), numCPU())
+	fmt.Printf("load average at the start: %s   (%d CPUs)\n\n", rounds.LoadAvg(), rounds.NumCPU())
 
 	cases := []shape{
 		{"stream", c.streams, 4 * c.streams, c.tokens},
@@ -169,7 +172,7 @@ func run(c config) error {
 			}
 			printRound(round+1, s, got[ci], c.clients)
 		}
-		fmt.Printf("   load average after round %d: %s\n", round+1, loadavg())
+		fmt.Printf("   load average after round %d: %s\n", round+1, rounds.LoadAvg())
 	}
 	fmt.Println()
 	printMedians(c, cases, got)
@@ -179,7 +182,7 @@ func run(c config) error {
 			return err
 		}
 	}
-	fmt.Printf("load average at the end: %s\n", loadavg())
+	fmt.Printf("load average at the end: %s\n", rounds.LoadAvg())
 	return nil
 }
 
@@ -206,13 +209,13 @@ func (e env) runClient(cl, base string, s shape) (result, error) {
 	if err := json.Unmarshal(out, &cr); err != nil {
 		return result{}, fmt.Errorf("%s printed %q: %w", cl, out, err)
 	}
-	r := rusageOf(cmd, start)
+	r := stateOf(cmd.ProcessState, time.Since(start))
 	r.requests = float64(cr.Requests)
 	// The bare reader counts no events: it asks for s.toks per request
 	// (ignore_eos) and checks its bytes say they came.
 	r.events, r.eventsPerReq = float64(cr.Requests*s.toks), float64(s.toks)
 	r.ttftP50MS, r.reads, r.eagain, r.skipped, r.late = nan, float64(cr.Reads), -1, float64(cr.Skipped), float64(cr.Late)
-	r.lateMaxMS = cr.LateMaxMS
+	r.lateMaxMS, r.lost = cr.LateMaxMS, float64(cr.Lost)
 	if cl != "bare" {
 		r.events, r.eventsPerReq = float64(cr.Events), float64(cr.Events)/float64(cr.Requests)
 		r.ttftP50MS, r.eagain = cr.TTFTP50MS, float64(cr.EAGAIN)
@@ -220,69 +223,25 @@ func (e env) runClient(cl, base string, s shape) (result, error) {
 	return r, nil
 }
 
-func rusageOf(cmd *exec.Cmd, start time.Time) result {
-	ps := cmd.ProcessState
-	r := result{wall: time.Since(start), cpuS: (ps.UserTime() + ps.SystemTime()).Seconds(), userS: ps.UserTime().Seconds()}
+func stateOf(ps *os.ProcessState, wall time.Duration) result {
+	r := result{wall: wall, cpuS: (ps.UserTime() + ps.SystemTime()).Seconds(), userS: ps.UserTime().Seconds()}
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 		r.maxRSSKB = ru.Maxrss
 	}
 	return r
 }
 
-// scenario is bench/regress's closed loop with calibration off (the load
-// loop's cost, not the prompts' sizing) and no samples.
-const scenario = `targets:
-  server: {kind: openai, base_url: %q, metadata: false, metrics: false, ready_timeout: 10s,
-           timeouts: {connect: 30s, total: 5m}}
-phases:
-  load:
-    kind: load
-    concurrency: %d
-    requests: %d
-    prompt_tokens: 64
-    max_tokens: %d
-    prompt: {calibrate: false}
-    max_error_rate: 0
-report: {samples: false}
-`
-
+// runTollgate runs the tollgate binary on s (bench/internal/closedloop)
+// with calibration off: the load loop's cost, not the prompts' sizing.
 func (e env) runTollgate(base string, s shape) (result, error) {
-	path := filepath.Join(e.dir, s.name+".yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(scenario, base, s.concurrency, s.requests, s.toks)), 0o644); err != nil {
-		return result{}, err
-	}
-	rep := filepath.Join(e.dir, s.name+".json")
-	cmd := exec.Command(e.tollgate, "run", path, "--json-out", rep, "--quiet", "--no-gate")
-	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return result{}, fmt.Errorf("tollgate run: %w\n%s", err, out)
-	}
-	r := rusageOf(cmd, start)
-	b, err := os.ReadFile(rep)
+	run, err := closedloop.Tollgate(e.tollgate, e.dir, s.name, base, closedloop.Shape{
+		Concurrency: s.concurrency, Requests: s.requests, MaxTokens: s.toks, Load: "prompt: {calibrate: false}"})
 	if err != nil {
 		return result{}, err
 	}
-	var rp struct {
-		Runs map[string]struct {
-			Phases map[string]struct {
-				Points []struct {
-					Succeeded      float64                `json:"succeeded"`
-					TTFT           struct{ P50 float64 }  `json:"ttft_ms"`
-					SSETokenEvents struct{ Mean float64 } `json:"sse_token_events"`
-				} `json:"points"`
-			} `json:"phases"`
-		} `json:"runs"`
-	}
-	if err := json.Unmarshal(b, &rp); err != nil {
-		return result{}, fmt.Errorf("report %s: %w", rep, err)
-	}
-	pts := rp.Runs["server"].Phases["load"].Points
-	if len(pts) != 1 || pts[0].Succeeded != float64(s.requests) {
-		return result{}, fmt.Errorf("report %s: not every request succeeded", rep)
-	}
-	p := pts[0]
-	r.requests, r.eventsPerReq, r.events = p.Succeeded, p.SSETokenEvents.Mean, p.SSETokenEvents.Mean*p.Succeeded
-	r.ttftP50MS, r.eagain = p.TTFT.P50, -1
+	r := stateOf(run.State, run.Wall)
+	r.requests, r.eventsPerReq, r.events = run.Succeeded, run.TokenEventsMean, run.TokenEventsMean*run.Succeeded
+	r.ttftP50MS, r.eagain = run.TTFTP50MS, -1
 	return r, nil
 }
 
@@ -331,7 +290,7 @@ func printRound(round int, s shape, got map[string][]result, clients []string) {
 			rel = fmt.Sprintf("  ×bare %.3f", r.usPerEvent()/b.usPerEvent())
 		}
 		fmt.Printf("   %-13s CPU %6.3fs (user %5.3fs) %7.2f µs/event %7.1f µs/request%s  %s  TTFT p50 %s  (wall %.1fs)\n",
-			cl, r.cpuS, r.userS, r.usPerEvent(), r.usPerReq(), rel, readsText(r), ms(r.ttftP50MS), r.wall.Seconds())
+			cl, r.cpuS, r.userS, r.usPerEvent(), r.usPerReq(), rel, readsText(r), rounds.MS(r.ttftP50MS), r.wall.Seconds())
 	}
 }
 
@@ -346,7 +305,7 @@ func readsText(r result) string {
 		s += fmt.Sprintf(" EAGAIN/read %.2f", r.eagain/r.reads)
 	}
 	if r.skipped > 0 {
-		s += fmt.Sprintf(" skipped/read %.2f, %.0f found data waiting (max %.1f ms)", r.skipped/r.reads, r.late, r.lateMaxMS)
+		s += fmt.Sprintf(" skipped/read %.2f, %.0f found data waiting (max %.1f ms), %.0f lost wake-ups", r.skipped/r.reads, r.late, r.lateMaxMS, r.lost)
 	}
 	return fmt.Sprintf("%-44s", s)
 }
@@ -364,19 +323,19 @@ func printMedians(c config, cases []shape, got []map[string][]result) {
 		}
 		for _, cl := range c.clients {
 			rs := got[ci][cl]
-			line := fmt.Sprintf("   %-13s CPU %8.2f %s", cl, median(mapOf(rs, fig)), unit)
+			line := fmt.Sprintf("   %-13s CPU %8.2f %s", cl, rounds.Median(rounds.Of(rs, fig)), unit)
 			for _, ref := range []string{"bare", "transport"} {
 				if refs, ok := got[ci][ref]; ok && ref != cl {
-					line += fmt.Sprintf("   /%s %.3f", ref, median(ratios(rs, refs, fig)))
+					line += fmt.Sprintf("   /%s %.3f", ref, rounds.Median(ratios(rs, refs, fig)))
 				}
 			}
-			if v := median(mapOf(rs, result.usPerRead)); !isNaN(v) {
-				line += fmt.Sprintf("   %.2f µs/read, %.2f reads/event", v, median(mapOf(rs, func(r result) float64 { return r.reads / r.events })))
+			if v := rounds.Median(rounds.Of(rs, result.usPerRead)); !isNaN(v) {
+				line += fmt.Sprintf("   %.2f µs/read, %.2f reads/event", v, rounds.Median(rounds.Of(rs, func(r result) float64 { return r.reads / r.events })))
 			}
-			if v := median(mapOf(rs, func(r result) float64 { return r.eagain / r.reads })); r0(rs).eagain >= 0 && !isNaN(v) {
+			if v := rounds.Median(rounds.Of(rs, func(r result) float64 { return r.eagain / r.reads })); r0(rs).eagain >= 0 && !isNaN(v) {
 				line += fmt.Sprintf(", EAGAIN/read %.2f", v)
 			}
-			if v := median(mapOf(rs, func(r result) float64 { return r.ttftP50MS })); !isNaN(v) {
+			if v := rounds.Median(rounds.Of(rs, func(r result) float64 { return r.ttftP50MS })); !isNaN(v) {
 				line += fmt.Sprintf("   TTFT p50 %.3f ms", v)
 			}
 			fmt.Println(line)
@@ -399,35 +358,9 @@ func ratios(a, b []result, f func(result) float64) []float64 {
 	return out
 }
 
-func mapOf(rs []result, f func(result) float64) []float64 {
-	out := make([]float64, len(rs))
-	for i, r := range rs {
-		out[i] = f(r)
-	}
-	return out
-}
-
-// median is the 50th percentile by the project's one rank rule; NaN when
-// any value is.
-func median(xs []float64) float64 {
-	if len(xs) == 0 || slices.ContainsFunc(xs, isNaN) {
-		return nan
-	}
-	xs = slices.Clone(xs)
-	slices.Sort(xs)
-	return stats.NearestRank(xs, 50)
-}
-
 var nan = math.NaN()
 
 func isNaN(x float64) bool { return math.IsNaN(x) }
-
-func ms(x float64) string {
-	if isNaN(x) {
-		return "     -"
-	}
-	return fmt.Sprintf("%6.3f ms", x)
-}
 
 // childReport is what a child prints for its parent (bench/regress's bare
 // reader prints the fields it has of the same names).
@@ -439,6 +372,7 @@ type childReport struct {
 	Skipped   int64   `json:"skipped"`
 	Late      int64   `json:"late"`
 	LateMaxMS float64 `json:"late_max_ms"`
+	Lost      int64   `json:"lost"`
 	TTFTP50MS float64 `json:"ttft_p50_ms"`
 }
 
@@ -553,12 +487,13 @@ func runProto(v variant, base string, conc, requests, tokens int) (childReport, 
 			total.eagain += c.eagain
 			total.skipped += c.skipped
 			total.late += c.late
+			total.lost += c.lost
 			total.lateMaxNS = max(total.lateMaxNS, c.lateMaxNS)
 		}
 		return one, done, nil
 	})
 	cr.Reads, cr.EAGAIN, cr.Skipped, cr.Late = total.reads, total.eagain, total.skipped, total.late
-	cr.LateMaxMS = float64(total.lateMaxNS) / 1e6
+	cr.LateMaxMS, cr.Lost = float64(total.lateMaxNS)/1e6, total.lost
 	if !v.kernelTS {
 		cr.EAGAIN = -1
 	}
@@ -589,17 +524,4 @@ func runTransport(base string, conc, requests, tokens int) (childReport, error) 
 	})
 	cr.EAGAIN = -1
 	return cr, err
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
 }

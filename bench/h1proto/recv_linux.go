@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 	"unsafe"
@@ -32,10 +34,13 @@ type recvReader struct {
 	// that read, so the wait can park with data queued until the next
 	// segment's edge (forever at a stream's end). Measured only: late
 	// counts the reads that found data older than their call (a missed
-	// wake-up), and the stream sets a per-request read deadline so a lost
-	// end fails instead of hanging.
+	// wake-up); a read deadline (lostWakeupWait, re-armed from now each
+	// time it passes) ends a wait that missed its data, and lost counts
+	// the deadlines after which data was already queued.
 	skipAfterShort bool
 	short, skip    bool
+	tries          int // recvmsg calls in this read
+	tc             *net.TCPConn
 
 	c counts
 }
@@ -54,7 +59,7 @@ func newRecvReader(tc *net.TCPConn, skipAfterShort bool) (*recvReader, error) {
 	if serr != nil {
 		return nil, serr
 	}
-	r := &recvReader{raw: raw, skipAfterShort: skipAfterShort, oob: make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))}
+	r := &recvReader{raw: raw, tc: tc, skipAfterShort: skipAfterShort, oob: make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))}
 	r.msg.Iov, r.msg.Iovlen = &r.iov, 1
 	r.msg.Control = &r.oob[0]
 	r.recv = func(fd uintptr) bool {
@@ -65,6 +70,7 @@ func newRecvReader(tc *net.TCPConn, skipAfterShort bool) (*recvReader, error) {
 			r.c.skipped++
 			return false
 		}
+		r.tries++
 		for {
 			r.msg.SetControllen(len(r.oob))
 			r.msg.Flags = 0
@@ -95,7 +101,24 @@ func (r *recvReader) read(p []byte) (int, int64, error) {
 	if r.skip {
 		calledNS = time.Now().UnixNano()
 	}
+	r.tries = 0
 	err := r.raw.Read(r.recv)
+	// The wait may have missed its data: try at once, and count it lost
+	// if the first try finds data. A wait that had nothing to miss (a
+	// slow server) waits again, up to lostWakeupWaits times.
+	for range lostWakeupWaits {
+		if !r.skipAfterShort || !errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err = r.tc.SetReadDeadline(time.Now().Add(lostWakeupWait)); err != nil {
+			break
+		}
+		r.skip, r.tries = false, 0
+		err = r.raw.Read(r.recv)
+		if err == nil && r.tries == 1 && r.n > 0 {
+			r.c.lost++
+		}
+	}
 	r.iov.Base = nil
 	n := r.n
 	if err == nil && r.err != 0 {
