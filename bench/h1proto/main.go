@@ -331,6 +331,9 @@ func printMedians(c config, cases []shape, got []map[string][]result) {
 			}
 			if v := rounds.Median(rounds.Of(rs, result.usPerRead)); !isNaN(v) {
 				line += fmt.Sprintf("   %.2f µs/read, %.2f reads/event", v, rounds.Median(rounds.Of(rs, func(r result) float64 { return r.reads / r.events })))
+				if refs, ok := got[ci]["bare"]; ok && cl != "bare" {
+					line += fmt.Sprintf(", per read /bare %.3f", rounds.Median(ratios(rs, refs, result.usPerRead)))
+				}
 			}
 			if v := rounds.Median(rounds.Of(rs, func(r result) float64 { return r.eagain / r.reads })); r0(rs).eagain >= 0 && !isNaN(v) {
 				line += fmt.Sprintf(", EAGAIN/read %.2f", v)
