@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/bench/internal/rounds"
 	"github.com/tollgate-dev/tollgate/bench/internal/serve"
 	"github.com/tollgate-dev/tollgate/engine/openai"
 	"github.com/tollgate-dev/tollgate/engine/sim"
@@ -80,12 +81,7 @@ func hostFacts() string {
 			break
 		}
 	}
-	return fmt.Sprintf("%s, %d CPUs visible", model, numCPU())
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
+	return fmt.Sprintf("%s, %d CPUs visible", model, rounds.NumCPU())
 }
 
 // cpuSeconds reads a live process's user+system CPU from /proc.
@@ -242,7 +238,7 @@ func cpuPerEvent(e *env) error {
 	fmt.Printf("   tollgate process CPU %.2fs (user+sys, whole process incl. start-up and report) over %.0f token events = %.2f µs/event\n",
 		r.cpuS, events, r.cpuS/events*1e6)
 	fmt.Printf("   simulator process CPU %.2fs over the same run (wall %.1fs, %d cores): %.0f%% of one core\n",
-		simCPU, r.wall.Seconds(), numCPU(), simCPU/r.wall.Seconds()*100)
+		simCPU, r.wall.Seconds(), rounds.NumCPU(), simCPU/r.wall.Seconds()*100)
 	fmt.Printf("   tpot p50 %.2f ms (configured step 10 ms + 1 µs × 255 = 10.26 ms): the simulator kept its schedule\n", num(dig(p, "tpot_ms", "p50")))
 	fmt.Printf("   reproduce: go run ./bench/client -only cpu\n")
 	return nil

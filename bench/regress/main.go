@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/bench/internal/bare"
+	"github.com/tollgate-dev/tollgate/bench/internal/closedloop"
+	"github.com/tollgate-dev/tollgate/bench/internal/rounds"
 	"github.com/tollgate-dev/tollgate/bench/internal/serve"
 	"github.com/tollgate-dev/tollgate/stats"
 )
@@ -152,7 +154,7 @@ func run(c config) error {
 	}
 	defer srv.Stop()
 	fmt.Printf("server: %s serve, 1 ms decode step + 1 µs per running sequence, 2 ms TTFT base\n", filepath.Base(newBin))
-	fmt.Printf("load average at the start: %s   (%d CPUs)\n\n", loadavg(), numCPU())
+	fmt.Printf("load average at the start: %s   (%d CPUs)\n\n", rounds.LoadAvg(), rounds.NumCPU())
 
 	clients := []string{"old", "new", "bare"}
 	runOne := func(client string, s shape) (result, error) {
@@ -183,11 +185,11 @@ func run(c config) error {
 			}
 			printRound(round+1, s, got[ci], clients)
 		}
-		fmt.Printf("   load average after round %d: %s\n", round+1, loadavg())
+		fmt.Printf("   load average after round %d: %s\n", round+1, rounds.LoadAvg())
 	}
 	fmt.Println()
 	printMedians(c, got, clients)
-	fmt.Printf("load average at the end: %s\n", loadavg())
+	fmt.Printf("load average at the end: %s\n", rounds.LoadAvg())
 	return nil
 }
 
@@ -221,7 +223,7 @@ func printRound(round int, s shape, got map[string][]result, clients []string) {
 	for _, cl := range clients {
 		r := last(cl)
 		fmt.Printf("   %-4s  CPU %6.3fs (user %5.3fs)  %7.2f µs/event  %7.1f µs/request  TTFB p50 %6.3f ms  TTFT p50 %s  (%.1f events/request, wall %.1fs)\n",
-			cl, r.cpuS, r.userS, r.usPerEvent(), r.usPerReq(), r.ttfbP50MS, ms(r.ttftP50MS), r.eventsPerReq, r.wall.Seconds())
+			cl, r.cpuS, r.userS, r.usPerEvent(), r.usPerReq(), r.ttfbP50MS, rounds.MS(r.ttftP50MS), r.eventsPerReq, r.wall.Seconds())
 	}
 	var parts []string
 	for _, f := range figures(s) {
@@ -248,7 +250,7 @@ func printMedians(c config, got []map[string][]result, clients []string) {
 		for _, f := range figures(s) {
 			var cells []string
 			for _, cl := range clients {
-				v := median(mapOf(got[ci][cl], f.of))
+				v := rounds.Median(rounds.Of(got[ci][cl], f.of))
 				if !isNaN(v) {
 					cells = append(cells, fmt.Sprintf("%s %.3f", cl, v))
 				}
@@ -264,7 +266,7 @@ func printMedians(c config, got []map[string][]result, clients []string) {
 						d[i] = x - y
 					}
 				}
-				if v := median(d); !isNaN(v) {
+				if v := rounds.Median(d); !isNaN(v) {
 					cells = append(cells, formatPair(f, p, v))
 				}
 			}
@@ -289,35 +291,9 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-func mapOf(rs []result, f func(result) float64) []float64 {
-	out := make([]float64, len(rs))
-	for i, r := range rs {
-		out[i] = f(r)
-	}
-	return out
-}
-
-// median is the 50th percentile by the project's one rank rule; NaN when
-// any value is (the bare reader has no TTFT).
-func median(xs []float64) float64 {
-	if len(xs) == 0 || slices.ContainsFunc(xs, isNaN) {
-		return nan
-	}
-	xs = slices.Clone(xs)
-	slices.Sort(xs)
-	return stats.NearestRank(xs, 50)
-}
-
 var nan = math.NaN()
 
 func isNaN(x float64) bool { return math.IsNaN(x) }
-
-func ms(x float64) string {
-	if isNaN(x) {
-		return "     -"
-	}
-	return fmt.Sprintf("%6.3f ms", x)
-}
 
 // buildAt builds cmd/tollgate at commit into bin from a temporary worktree.
 func buildAt(repo, commit, src, bin string) error {
@@ -341,75 +317,26 @@ func output(dir, name string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// scenario is a closed loop both builds read: nothing an older tollgate
-// would not know, no calibration (the simulator counts words), no gates.
-const scenario = `targets:
-  server: {kind: openai, base_url: %q, metadata: false, metrics: false, ready_timeout: 10s,
-           timeouts: {connect: 30s, total: 5m}}
-phases:
-  load:
-    kind: load
-    concurrency: %d
-    requests: %d
-    prompt_tokens: 64
-    max_tokens: %d
-    max_error_rate: 0
-report: {samples: false}
-`
-
-// runTollgate runs bin on s and reads its CPU from the child's rusage and
-// its figures from its JSON report.
+// runTollgate runs bin on s (bench/internal/closedloop) and reads its CPU
+// from the child's rusage and its figures from its JSON report.
 func runTollgate(bin, dir, base string, s shape) (result, error) {
-	path := filepath.Join(dir, s.name+".yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(scenario, base, s.concurrency, s.requests, s.toks)), 0o644); err != nil {
-		return result{}, err
-	}
-	rep := filepath.Join(dir, s.name+".json")
-	cmd := exec.Command(bin, "run", path, "--json-out", rep, "--quiet", "--no-gate")
-	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return result{}, fmt.Errorf("%s run: %w\n%s", bin, err, out)
-	}
-	r := result{wall: time.Since(start), cpuS: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
-		userS: cmd.ProcessState.UserTime().Seconds()}
-	b, err := os.ReadFile(rep)
+	run, err := closedloop.Tollgate(bin, dir, s.name, base, closedloop.Shape{Concurrency: s.concurrency, Requests: s.requests, MaxTokens: s.toks})
 	if err != nil {
 		return result{}, err
 	}
-	var rp struct {
-		Runs map[string]struct {
-			Phases map[string]struct {
-				Points []struct {
-					Succeeded      float64                 `json:"succeeded"`
-					Errors         struct{ Count float64 } `json:"errors"`
-					TTFB           struct{ P50 float64 }   `json:"ttfb_ms"`
-					TTFT           struct{ P50 float64 }   `json:"ttft_ms"`
-					SSETokenEvents struct{ Mean float64 }  `json:"sse_token_events"`
-				} `json:"points"`
-			} `json:"phases"`
-		} `json:"runs"`
-	}
-	if err := json.Unmarshal(b, &rp); err != nil {
-		return result{}, fmt.Errorf("report %s: %w", rep, err)
-	}
-	pts := rp.Runs["server"].Phases["load"].Points
-	if len(pts) != 1 {
-		return result{}, fmt.Errorf("report %s: %d load points, want 1", rep, len(pts))
-	}
-	p := pts[0]
-	if p.Errors.Count != 0 || p.Succeeded != float64(s.requests) {
-		return result{}, fmt.Errorf("%s: %v of %d requests succeeded, %v errors", bin, p.Succeeded, s.requests, p.Errors.Count)
-	}
-	r.requests, r.eventsPerReq = p.Succeeded, p.SSETokenEvents.Mean
-	r.events = p.SSETokenEvents.Mean * p.Succeeded
-	r.ttfbP50MS, r.ttftP50MS = p.TTFB.P50, p.TTFT.P50
-	return r, nil
+	ps := run.State
+	return result{
+		wall: run.Wall, cpuS: (ps.UserTime() + ps.SystemTime()).Seconds(), userS: ps.UserTime().Seconds(),
+		requests: run.Succeeded, eventsPerReq: run.TokenEventsMean, events: run.TokenEventsMean * run.Succeeded,
+		ttfbP50MS: run.TTFBP50MS, ttftP50MS: run.TTFTP50MS,
+	}, nil
 }
 
 // bareReport is what the bare child prints for its parent.
 type bareReport struct {
 	Requests  int     `json:"requests"`
 	Bytes     int64   `json:"bytes"`
+	Reads     int64   `json:"reads"` // reads that returned bytes (bench/h1proto prints CPU per read)
 	TTFBP50MS float64 `json:"ttfb_p50_ms"`
 }
 
@@ -486,7 +413,7 @@ func readBare(base string, conc, requests, tokens int) (bareReport, error) {
 
 	var next atomic.Int64
 	ttfb := make([]float64, requests)
-	var total atomic.Int64
+	var total, reads atomic.Int64
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -512,6 +439,7 @@ func readBare(base string, conc, requests, tokens int) (bareReport, error) {
 				first := true
 				tail := make([]byte, 0, 2*len(chunkedEnd)) // the last bytes read: a terminator can be split across reads
 				n, err := bare.Drain(c, buf, func(b []byte) bool {
+					reads.Add(1)
 					if first {
 						ttfb[i] = float64(time.Since(sent).Nanoseconds()) / 1e6
 						first = false
@@ -545,18 +473,5 @@ func readBare(base string, conc, requests, tokens int) (bareReport, error) {
 		return bareReport{}, fmt.Errorf("%d bytes for %d requests of %d tokens, under %d: streams ended early", total.Load(), requests, tokens, least)
 	}
 	slices.Sort(ttfb)
-	return bareReport{Requests: requests, Bytes: total.Load(), TTFBP50MS: stats.NearestRank(ttfb, 50)}, nil
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
+	return bareReport{Requests: requests, Bytes: total.Load(), Reads: reads.Load(), TTFBP50MS: stats.NearestRank(ttfb, 50)}, nil
 }

@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/bench/internal/rounds"
 )
 
 func main() {
@@ -42,7 +44,7 @@ func main() {
 	}
 	scenario := filepath.Join(repo, "bench/startup/first-request.yaml")
 	quick := filepath.Join(repo, "examples/quickstart.yaml")
-	fmt.Println("load average at the start:", loadavg())
+	fmt.Println("load average at the start:", rounds.LoadAvg())
 	type key struct{ build, cmd string }
 	ms := map[key][]float64{}
 	cmds := []string{"version", "validate", "run to 1st request"}
@@ -55,7 +57,7 @@ func main() {
 			ms[key{b, cmds[2]}] = append(ms[key{b, cmds[2]}], untilFirstRequest(b, scenario))
 		}
 	}
-	fmt.Println("load average at the end:  ", loadavg())
+	fmt.Println("load average at the end:  ", rounds.LoadAvg())
 	fmt.Printf("CPU ms, median of %d (min–max)\n", *n)
 	fmt.Printf("%-22s", "")
 	for _, c := range cmds {
@@ -136,12 +138,4 @@ func taskCPU(pid int) float64 {
 		ns += v
 	}
 	return float64(ns) / 1e6
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
