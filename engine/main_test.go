@@ -20,4 +20,6 @@ func TestMain(m *testing.M) {
 
 // minParallel is the -parallel TestMain gives. Each shape run is its own
 // report and, for embedded targets, its own simulator on its own port.
-const minParallel = 8
+// At 8 the package was bound by its slots (~290 s of runs, 52 s wall, 21 s
+// of CPU); at 16 the longest run (capacity.yaml's search, ~20 s) bounds it.
+const minParallel = 16
