@@ -1,8 +1,6 @@
 package live
 
 import (
-	"flag"
-	"os"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/internal/testpar"
@@ -14,11 +12,7 @@ import (
 // capacity search, a refused connection's retry), not on the CPU, so two
 // slots (GOMAXPROCS on a small runner) left the package at ~64 s of mostly
 // idle waiting.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	testpar.Raise(minParallel)
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testpar.Run(m, minParallel) }
 
 // minParallel is the -parallel TestMain gives.
 const minParallel = 8
