@@ -125,23 +125,34 @@ func TestDocsBlocksRun(t *testing.T) {
 		}
 		byFile[b.file] = append(byFile[b.file], b)
 	}
-	for _, f := range files {
-		t.Run("sh "+f, func(t *testing.T) {
-			t.Parallel()
-			runShellBlocks(t, byFile[f], newRepoCopy(t), env)
-		})
-	}
+	//
+	// The pages and workflows start at once, each subtest in a goroutine of
+	// its own, rather than as parallel subtests: those queue for a -parallel
+	// slot behind every test of the package still waiting, and ci.md's two
+	// serving runs one after the other (~80 s), the package's longest chain,
+	// started ~30 s late. They wait on their simulators and servers, not on
+	// the CPU.
 	var mu sync.Mutex
 	var jobsNotRun []string
-	for _, b := range workflows {
-		t.Run(b.String(), func(t *testing.T) {
-			t.Parallel()
-			jobs := runWorkflow(t, b)
-			mu.Lock()
-			defer mu.Unlock()
-			jobsNotRun = append(jobsNotRun, jobs...)
+	var runs sync.WaitGroup
+	for _, f := range files {
+		runs.Go(func() {
+			t.Run("sh "+f, func(t *testing.T) {
+				runShellBlocks(t, byFile[f], newRepoCopy(t), env)
+			})
 		})
 	}
+	for _, b := range workflows {
+		runs.Go(func() {
+			t.Run(b.String(), func(t *testing.T) {
+				jobs := runWorkflow(t, b)
+				mu.Lock()
+				defer mu.Unlock()
+				jobsNotRun = append(jobsNotRun, jobs...)
+			})
+		})
+	}
+	runs.Wait()
 	for _, b := range notRun {
 		t.Run(b.String()+" (validated)", func(t *testing.T) {
 			t.Parallel()
