@@ -287,6 +287,13 @@ func TestShapeIsTheReport(t *testing.T) {
 		"load-sweep.yaml": {"phases.load.sweep.concurrency=[1, 4]", "phases.load.requests=8"},
 		"capacity.yaml": {"phases.capacity.capacity.precision=50%",
 			"phases.capacity.capacity.probe={warmup: 100ms, duration: 500ms, min_requests: 5, repeat: 1}"},
+		// MLPerf's search likewise, its hold kept (as long as a probe) and
+		// its max just past the simulator's ~8/s: 8 passes, 12 fails, 8
+		// holds, 3 probes in ~4 s. Up to 256 it overshot to a saturated
+		// probe whose cancelled requests the next probe waits out
+		// (settleTime): 44 s, the longest run of this package.
+		"mlperf-server.yaml": {"phases.mlperf.capacity.precision=50%", "phases.mlperf.capacity.max=12",
+			"phases.mlperf.capacity.probe={warmup: 100ms, duration: 500ms, min_requests: 5, repeat: 1, hold: 500ms}"},
 		"trace-replay.yaml": {"phases.mooncake.requests=40", "phases.burstgpt.requests=30", "phases.azure.trace.to=12s"},
 		"dataset.yaml":      {"phases.chat.requests=16", "phases.sharegpt.requests=16", "phases.sharegpt_fixed.requests=2"},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -125,23 +126,34 @@ func TestDocsBlocksRun(t *testing.T) {
 		}
 		byFile[b.file] = append(byFile[b.file], b)
 	}
-	for _, f := range files {
-		t.Run("sh "+f, func(t *testing.T) {
-			t.Parallel()
-			runShellBlocks(t, byFile[f], newRepoCopy(t), env)
-		})
-	}
+	//
+	// The pages and workflows start at once, each subtest in a goroutine of
+	// its own, rather than as parallel subtests: those queue for a -parallel
+	// slot behind every test of the package still waiting, and ci.md's two
+	// serving runs one after the other (~80 s), the package's longest chain,
+	// started ~30 s late. They wait on their simulators and servers, not on
+	// the CPU.
 	var mu sync.Mutex
 	var jobsNotRun []string
-	for _, b := range workflows {
-		t.Run(b.String(), func(t *testing.T) {
-			t.Parallel()
-			jobs := runWorkflow(t, b)
-			mu.Lock()
-			defer mu.Unlock()
-			jobsNotRun = append(jobsNotRun, jobs...)
+	var runs sync.WaitGroup
+	for _, f := range files {
+		runs.Go(func() {
+			t.Run("sh "+f, func(t *testing.T) {
+				runShellBlocks(t, byFile[f], newRepoCopy(t), env)
+			})
 		})
 	}
+	for _, b := range workflows {
+		runs.Go(func() {
+			t.Run(b.String(), func(t *testing.T) {
+				jobs := runWorkflow(t, b)
+				mu.Lock()
+				defer mu.Unlock()
+				jobsNotRun = append(jobsNotRun, jobs...)
+			})
+		})
+	}
+	runs.Wait()
 	for _, b := range notRun {
 		t.Run(b.String()+" (validated)", func(t *testing.T) {
 			t.Parallel()
@@ -322,17 +334,30 @@ func runScript(t *testing.T, dir string, env, argv []string, script string) stri
   return "$rc"
 }
 `
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], prelude+script)...)
-	cmd.Dir = dir
-	// A copy: env is shared by the pages' blocks, which run at once.
-	cmd.Env = append(slices.Clone(env), "TOLLGATE_TEST_BIN="+perfBin, "TOLLGATE_TEST_LOG="+log)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n--- script:\n%s\n--- output:\n%s", err, script, out)
+	run := func() ([]byte, []byte) {
+		_ = os.Remove(log)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], prelude+script)...)
+		cmd.Dir = dir
+		// A copy: env is shared by the pages' blocks, which run at once.
+		cmd.Env = append(slices.Clone(env), "TOLLGATE_TEST_BIN="+perfBin, "TOLLGATE_TEST_LOG="+log)
+		out, err := cmd.CombinedOutput()
+		if err != nil && !onlyLateRuns(log, out) {
+			t.Fatalf("%v\n--- script:\n%s\n--- output:\n%s", err, script, out)
+		}
+		ran, _ := os.ReadFile(log)
+		return out, ran
 	}
-	ran, _ := os.ReadFile(log)
+	out, ran := run()
+	// A run the tool declares unmeasured because its client woke late for
+	// its sends (exit 3, invalid: dispatch_lag, the client's CPU taken by a
+	// loaded machine) says nothing about the doc: the block is run again,
+	// up to lagTries in all, as TestExamplesRun runs such an example again.
+	for try := 1; try < lagTries && onlyLateRuns(log, out); try++ {
+		t.Logf("try %d: a run's client was late for its schedule (invalid: dispatch_lag); running the block again\n%s", try, out)
+		out, ran = run()
+	}
 	for l := range strings.Lines(string(ran)) {
 		code, what, _ := strings.Cut(strings.TrimSpace(l), " ")
 		switch {
@@ -347,6 +372,28 @@ func runScript(t *testing.T, dir string, env, argv []string, script string) stri
 		t.Errorf("no tollgate command ran\n%s", out)
 	}
 	return string(out)
+}
+
+// onlyLateRuns: a script's tollgate commands (logged in log) all exited 0
+// (or compare's verdicts) but for runs that exited 3, and its output says
+// the measurement was invalid for the client's lateness alone.
+func onlyLateRuns(log string, out []byte) bool {
+	ran, _ := os.ReadFile(log)
+	late := false
+	for l := range strings.Lines(string(ran)) {
+		code, what, _ := strings.Cut(strings.TrimSpace(l), " ")
+		switch {
+		case code == "0", (code == "1" || code == "4") && strings.HasPrefix(what, "tollgate compare "):
+		case code == "3" && strings.HasPrefix(what, "tollgate run "):
+			late = true
+		default:
+			return false
+		}
+	}
+	// tollgate run says "the measurement is invalid (REASON at PATH)" once
+	// for each reason (invalidErrs): here every one is the lateness.
+	n := bytes.Count(out, []byte("the measurement is invalid ("))
+	return late && n > 0 && n == bytes.Count(out, []byte("the measurement is invalid (dispatch_lag at "))
 }
 
 // validateCommands loads each tollgate run of a block that is not run, as
@@ -462,5 +509,33 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A doc block is run again only when every failing command is a run that
+// its own client's lateness made invalid.
+func TestOnlyLateRuns(t *testing.T) {
+	t.Parallel()
+	const late = "tollgate run: the measurement is invalid (dispatch_lag at /runs/server/phases/load/points/0/dispatch_lag_ms/p99): …\n"
+	for _, tc := range []struct {
+		name, log, out string
+		want           bool
+	}{
+		{"a late run", "0 tollgate validate x\n3 tollgate run x\n", late, true},
+		{"a late run and compare's verdict", "3 tollgate run x\n4 tollgate compare a b\n", late, true},
+		{"late and unreachable", "3 tollgate run x\n", late + "tollgate run: the measurement is invalid (unreachable at /runs/server): …\n", false},
+		{"a run that could not judge, not late", "3 tollgate run x\n", "tollgate: connection refused\n", false},
+		{"a failed gate beside a late run", "3 tollgate run x\n1 tollgate run y\n", late, false},
+		{"every command passed", "0 tollgate run x\n", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "tollgate.log")
+			if err := os.WriteFile(log, []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := onlyLateRuns(log, []byte(tc.out)); got != tc.want {
+				t.Errorf("onlyLateRuns = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

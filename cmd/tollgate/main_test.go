@@ -92,14 +92,24 @@ func TestMain(m *testing.M) {
 func setParallel() { testpar.Raise(minParallel) }
 
 // minParallel is the -parallel setParallel gives: what the two-core CI
-// runner takes without a run's client falling behind its schedule.
+// runner takes without a run's client falling behind its schedule. 16 took
+// the package from ~130 s to 119 s alone, but in two fresh-clone .ci/runs
+// at load 6-26 the shards of TestGitHubMatrixWorkflow's merge came out
+// late (exit 3) and more load-bound tests failed than at 8.
 const minParallel = 8
 
-// buildArgs builds the CLI always with coverage, so exec'd runs count
-// towards cmd's coverage, and with the race detector when asked (when this
-// test binary has it), so races in exec'd runs are caught.
+// buildArgs builds the CLI with coverage when coverage is asked for (go
+// test -cover, or TOLLGATE_TEST_COVERDIR), so exec'd runs count towards
+// cmd's coverage, and with the race detector when asked (when this test
+// binary has it), so races in exec'd runs are caught. Without coverage the
+// builds reuse what go test and go vet compiled (~2 s of CPU for both); with
+// it, every package of the CLI is compiled again, twice (~19 s of CPU),
+// for counters nothing would read.
 func buildArgs(out string, race bool) []string {
-	args := []string{"build", "-o", out, "-cover"}
+	args := []string{"build", "-o", out}
+	if coverWanted() {
+		args = append(args, "-cover")
+	}
 	if race {
 		args = append(args, "-race")
 	}
@@ -107,6 +117,12 @@ func buildArgs(out string, race bool) []string {
 		args = append(args, "-covermode", mode) // counters must agree to merge
 	}
 	return append(args, ".")
+}
+
+// coverWanted: this test binary counts coverage, or TOLLGATE_TEST_COVERDIR
+// asks for the exec'd runs' counters.
+func coverWanted() bool {
+	return testing.CoverMode() != "" || os.Getenv("TOLLGATE_TEST_COVERDIR") != ""
 }
 
 // coverDir is where exec'd runs write their coverage counters:
@@ -412,13 +428,16 @@ var clockJudged = map[string]bool{"trace-replay.yaml": true}
 // exampleArgs: the simulator's own gates of the examples that keep them in
 // a sim profile, sharded-load's absolute p99 TTFT gate, which a busy
 // machine misses, reported but not judged (examples/*.yaml headers), and a
-// coarser search for mlperf-server: its default gates (a rate found, not
-// bound by errors) hold at any precision, and its full search, probes
-// stretched to 20 requests at low rates, was 74 s, the longest example.
+// coarser search for mlperf-server and capacity: their default gates (a
+// rate found, errors never bound it, no regression against a baseline)
+// hold at any precision. mlperf-server's full search, probes stretched to
+// 20 requests at low rates, was 74 s; capacity's 45 s (~19 s short), the
+// longest run of the package.
 var exampleArgs = map[string][]string{
 	"anthropic.yaml": {"--profile", "sim"}, "reasoning.yaml": {"--profile", "sim"}, "faults.yaml": {"--profile", "sim"}, "route-session-live.yaml": {"--profile", "sim"},
 	"sharded-load.yaml":  {"--set", "gates.2.optional=true"},
 	"mlperf-server.yaml": shortCapacity("mlperf"),
+	"capacity.yaml":      shortCapacity("capacity"),
 }
 
 // shortCapacity overrides a capacity phase's search to a few short probes

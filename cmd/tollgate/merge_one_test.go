@@ -14,8 +14,8 @@ var loadLikeExamples = []string{
 }
 
 // mergeOneArgs shorten the longest of them: a merge's figures equal the
-// shard's at any length, and TestExamplesRun runs each in full (capacity
-// took 46 s here, its search; load-sweep 20 s, 8 s a point).
+// shard's at any length (capacity took 46 s here, its search; load-sweep
+// 20 s, 8 s a point).
 var mergeOneArgs = map[string][]string{
 	"capacity.yaml":   shortCapacity("capacity"),
 	"load-sweep.yaml": {"--set", "phases.load.duration=2s"},

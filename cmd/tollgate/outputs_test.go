@@ -150,13 +150,23 @@ func TestOutputWriteFailures(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
 			if tc.removeDir {
-				time.Sleep(1500 * time.Millisecond)
+				// Once the run has opened its samples file: after a fixed
+				// 1.5 s, a run slow to start on a loaded machine had not,
+				// made its outputs in the folder removed before it, and
+				// passed (exit 0, seen at load 6-9). load-sweep's points
+				// run on for seconds after the file appears.
+				samples := filepath.Join(dir, "s.jsonl")
+				for _, err := os.Stat(samples); err != nil && !exited(waited); _, err = os.Stat(samples) {
+					time.Sleep(20 * time.Millisecond)
+				}
 				if err := os.RemoveAll(dir); err != nil {
 					t.Fatal(err)
 				}
 			}
-			err := cmd.Wait()
+			err := <-waited
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != ExitNotJudged {
 				t.Fatalf("exit %v, want 3\n%s", err, stderr.String())
@@ -385,5 +395,17 @@ func TestOutputParentsRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// exited reports whether the process waited on has ended, leaving its
+// result in waited for the next receive.
+func exited(waited chan error) bool {
+	select {
+	case err := <-waited:
+		waited <- err
+		return true
+	default:
+		return false
 	}
 }

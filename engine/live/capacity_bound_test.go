@@ -57,6 +57,7 @@ func TestBoundByIsTheObjectiveFurthestPastItsLimit(t *testing.T) {
 // load may move it), bound_by, bound_value and also_failed say what the
 // probe at bracket.fail measured.
 func TestBoundByAgreesWithTheFailingProbe(t *testing.T) {
+	t.Parallel() // its own simulator; it waits on the clock
 	sc := parse(t, `
 targets:
   s: {kind: embedded, sim: {max_running_seqs: 64, ttft_base: 20ms, decode_step: 80ms, decode_step_per_seq: 2ms, prefill_tokens_per_s: 1000000}}

@@ -307,6 +307,7 @@ func fmtPtr(f *float64) string {
 // is called saturated at 20/s: a capacity probe is cut short, and a sweep
 // with stop_when_saturated ends at that point with its reason.
 func TestSaturationDetectedOnASimulatorFallingBehind(t *testing.T) {
+	t.Parallel() // its own simulator; it waits on the clock
 	sc := parse(t, `
 targets:
   s: {kind: embedded, sim: {max_running_seqs: 1, ttft_base: 1ms, decode_step: 20ms, decode_step_per_seq: 1ns}}

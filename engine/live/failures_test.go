@@ -115,6 +115,7 @@ func TestFailuresLeadWithTheirCause(t *testing.T) {
 // A refused connection fails after RefusedRetry, however long the ready
 // timeout, and says how long it retried.
 func TestRefusedConnectionFailsFast(t *testing.T) {
+	t.Parallel() // its own simulator; it waits on the clock
 	closed := peertest.Refused()
 	sc := parse(t, fmt.Sprintf("targets:\n  t: {kind: openai, base_url: %q, ready_timeout: 10m}\nphases:\n  decode: {}\n", closed), nil)
 	_, err := runFirst(t, sc, nil) // runFirst's context ends after 60 s: a 10 m wait would fail with it

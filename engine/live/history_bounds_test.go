@@ -15,6 +15,7 @@ import (
 // User messages are about 50 bytes here (prompt_tokens 8); replies are the
 // row's size, whatever max_tokens asked for.
 func TestSessionHistoryBounds(t *testing.T) {
+	t.Parallel() // its own simulator; it waits on the clock
 	const sessions = 2
 	for _, tc := range []struct {
 		name       string

@@ -32,6 +32,7 @@ func startSim(t *testing.T, cfg sim.Config) (*sim.Server, string) {
 // The simulator counts running sequences itself: a closed loop of N never
 // has more than N requests running, whatever the client does.
 func TestClosedLoopConcurrencyCountedByTheSimulator(t *testing.T) {
+	t.Parallel() // its own simulator; it waits on the clock
 	for _, c := range []int{1, 6} {
 		t.Run(fmt.Sprint(c), func(t *testing.T) {
 			s, url := startSim(t, sim.Config{DecodeStep: 2 * time.Millisecond, MaxRunningSeqs: 256})

@@ -47,6 +47,7 @@ func runFirst(t *testing.T, sc *scenarios.Scenario, env map[string]string) (*rep
 }
 
 func TestQuickstartOnTheEmbeddedSimulator(t *testing.T) {
+	t.Parallel() // its own simulator; it waits on the clock
 	sc, err := scenarios.Load("../../examples/quickstart.yaml", scenarios.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package testpar
 import (
 	"flag"
 	"strconv"
+	"testing"
 )
 
 // Raise sets go test's -parallel to at least n unless -parallel was given
@@ -20,4 +21,13 @@ func Raise(n int) {
 			_ = f.Value.Set(strconv.Itoa(n))
 		}
 	}
+}
+
+// Run is a TestMain for a package that needs nothing else: it parses the
+// flags, raises -parallel to n and runs the tests (a TestMain that returns
+// exits with m.Run's code).
+func Run(m *testing.M, n int) {
+	flag.Parse()
+	Raise(n)
+	m.Run()
 }

@@ -279,12 +279,16 @@ func TestLayoutInChromium(t *testing.T) {
 		t.Skip("starts a browser")
 	}
 	shots := os.Getenv("TOLLGATE_SCREENSHOTS")
-	dir := t.TempDir()
 	for _, rc := range layoutReports(t) {
 		page := render(t, rc.r, rc.b)
 		for _, w := range layoutWidths {
 			for _, cs := range colorSchemes {
 				t.Run(fmt.Sprintf("%s at %d px %s", rc.name, w, cs.name), func(t *testing.T) {
+					// Two browsers at once (-parallel, GOMAXPROCS by
+					// default): a launch is mostly waiting, 28 of them one
+					// after another were 40 s. Each in a folder of its own.
+					t.Parallel()
+					dir := t.TempDir()
 					m := measure(t, bin, dir, rc.name, page, w, cs.args...)
 					t.Logf("%+v", m)
 					checkLayout(t, m, w, cs.name == "dark", rc.failed)
