@@ -355,7 +355,7 @@ func runScript(t *testing.T, dir string, env, argv []string, script string) stri
 	// loaded machine) says nothing about the doc: the block is run again,
 	// up to lagTries in all, as TestExamplesRun runs such an example again.
 	for try := 1; try < lagTries && onlyLateRuns(log, out); try++ {
-		t.Logf("try %d: a run's client was late for its schedule (invalid: dispatch_lag); running the block again\n%s", try, out)
+		t.Logf("try %d: a run's client or a shard was late for its schedule (invalid: dispatch_lag, shard_late); running the block again\n%s", try, out)
 		out, ran = run()
 	}
 	for l := range strings.Lines(string(ran)) {
@@ -384,16 +384,19 @@ func onlyLateRuns(log string, out []byte) bool {
 		code, what, _ := strings.Cut(strings.TrimSpace(l), " ")
 		switch {
 		case code == "0", (code == "1" || code == "4") && strings.HasPrefix(what, "tollgate compare "):
-		case code == "3" && strings.HasPrefix(what, "tollgate run "):
+		case code == "3" && (strings.HasPrefix(what, "tollgate run ") || strings.HasPrefix(what, "tollgate merge ") || strings.HasPrefix(what, "tollgate judge ")):
 			late = true
 		default:
 			return false
 		}
 	}
-	// tollgate run says "the measurement is invalid (REASON at PATH)" once
-	// for each reason (invalidErrs): here every one is the lateness.
-	n := bytes.Count(out, []byte("the measurement is invalid ("))
-	return late && n > 0 && n == bytes.Count(out, []byte("the measurement is invalid (dispatch_lag at "))
+	// run and judge say "the measurement is invalid (REASON at PATH)", merge
+	// "the merged measurement is invalid (REASON at PATH)", once for each
+	// finding: here every one is lateness, the client's (dispatch_lag) or a
+	// shard's start (shard_late), which a loaded machine causes.
+	n := bytes.Count(out, []byte("measurement is invalid ("))
+	lateN := bytes.Count(out, []byte("measurement is invalid (dispatch_lag at ")) + bytes.Count(out, []byte("measurement is invalid (shard_late at "))
+	return late && n > 0 && n == lateN
 }
 
 // validateCommands loads each tollgate run of a block that is not run, as
@@ -517,6 +520,8 @@ func copyFile(t *testing.T, from, to string) {
 func TestOnlyLateRuns(t *testing.T) {
 	t.Parallel()
 	const late = "tollgate run: the measurement is invalid (dispatch_lag at /runs/server/phases/load/points/0/dispatch_lag_ms/p99): …\n"
+	const lateShard = "tollgate merge: the merged measurement is invalid (shard_late at /shards/0/start_lateness_ms): …\n" +
+		"tollgate judge: the measurement is invalid (shard_late at /shards/0/start_lateness_ms): …\n"
 	for _, tc := range []struct {
 		name, log, out string
 		want           bool
@@ -527,6 +532,8 @@ func TestOnlyLateRuns(t *testing.T) {
 		{"a run that could not judge, not late", "3 tollgate run x\n", "tollgate: connection refused\n", false},
 		{"a failed gate beside a late run", "3 tollgate run x\n1 tollgate run y\n", late, false},
 		{"every command passed", "0 tollgate run x\n", "", false},
+		{"shards started late, merged and judged", "0 tollgate run a\n0 tollgate run b\n3 tollgate merge a b\n3 tollgate judge x m\n", lateShard, true},
+		{"a merge invalid for another reason", "3 tollgate merge a b\n", "tollgate merge: the merged measurement is invalid (unreachable at /shards/0): …\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "tollgate.log")

@@ -106,7 +106,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 	}
 	errs = append(errs, runFailures(merged, "")...)
 	for _, f := range merged.Invalid {
-		errs = append(errs, fmt.Errorf("the merged measurement is invalid: %s", f.Message))
+		errs = append(errs, fmt.Errorf("the merged measurement is invalid (%s at %s): %s", f.Reason, f.Path, f.Message))
 	}
 	if len(errs) > 0 {
 		return notJudged(lines(errs...))

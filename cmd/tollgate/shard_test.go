@@ -345,7 +345,7 @@ func TestLateShardsMakeTheMergeInvalid(t *testing.T) {
 	}
 	merged := filepath.Join(dir, "merged.json")
 	m := runBin(t, perfBin, append([]string{"merge", "--json-out", merged, "-q"}, reports...)...)
-	if m.code != ExitNotJudged || !strings.Contains(m.stderr, "the merged measurement is invalid: shard 0 (") || !strings.Contains(m.stderr, "--max-start-lateness") {
+	if m.code != ExitNotJudged || !strings.Contains(m.stderr, "the merged measurement is invalid (shard_late at /shards/0/start_lateness_ms): shard 0 (") || !strings.Contains(m.stderr, "--max-start-lateness") {
 		t.Fatalf("merge: exit %d (want 3), stderr %q", m.code, m.stderr)
 	}
 	rep := readJSONReport(t, merged)
