@@ -329,7 +329,10 @@ func TestShapeIsTheReportForEveryKind(t *testing.T) {
 		// queue bound is 500 ms: a loaded machine stalled the client 59 ms
 		// at min (10/s, 30 % busy), while from 80/s the backlog adds more
 		// than that within one probe.
-		"capacity":         `{kind: capacity, max_in_flight: 2, arrival: constant, capacity: {min: 10, max: 400, start: 10, precision: 50%, budget: 30s, probe: {warmup: 100ms, duration: 500ms, min_requests: 3, repeat: 1}, objectives: ["queue_ms.p99 <= 500", "error_rate <= 0.01", "goodput_pct >= 50"]}, slo: {e2e_ms: 1000}, prompt_tokens: 16, max_tokens: 4}`,
+		// max_dispatch_lag 1h: the shape is under test, not the client,
+		// whose lateness at 10/s beside 4 race-built test binaries (27-154
+		// ms) made every try a client-late min.
+		"capacity":         `{kind: capacity, max_in_flight: 2, max_dispatch_lag: 1h, arrival: constant, capacity: {min: 10, max: 400, start: 10, precision: 50%, budget: 30s, probe: {warmup: 100ms, duration: 500ms, min_requests: 3, repeat: 1}, objectives: ["queue_ms.p99 <= 500", "error_rate <= 0.01", "goodput_pct >= 50"]}, slo: {e2e_ms: 1000}, prompt_tokens: 16, max_tokens: 4}`,
 		"warmup":           `{requests: 2}`,
 		"prefill":          `{prompt_tokens: [32, 64], repeat: 2}`,
 		"decode":           `{prompt_tokens: 32, max_tokens: 4, repeat: 2}`,
