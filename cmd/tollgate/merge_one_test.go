@@ -99,13 +99,13 @@ func invalidReasons(rep map[string]any) []string {
 	return out
 }
 
-// onlyLate: the report is invalid for no reason but that the client sent
-// late (dispatch_lag), which a busy machine causes; the tool said so
-// rather than judge, as it must.
+// onlyLate: the report is invalid for no reason but lateness a busy
+// machine causes: the client sent late (dispatch_lag) or a shard began
+// late (shard_late); the tool said so rather than judge, as it must.
 func onlyLate(rep map[string]any) bool {
 	rs := invalidReasons(rep)
 	for _, r := range rs {
-		if r != "dispatch_lag" {
+		if r != "dispatch_lag" && r != "shard_late" {
 			return false
 		}
 	}
