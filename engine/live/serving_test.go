@@ -137,23 +137,17 @@ func checkQuickstartPrefixCache(t *testing.T, pc *report.Phase) {
 	}
 }
 
-// llamaLike imitates llama.cpp's llama-server: no count_tokens, /tokenize
-// with {content}, a role chunk with content null, usage in the same chunk as
-// finish_reason, and known injected delays.
-func llamaLike(t *testing.T, firstTokenDelay, gap time.Duration, tokens int) *httptest.Server {
-	t.Helper()
-	return llamaLikeRecording(t, firstTokenDelay, gap, tokens, nil)
-}
-
 // llamaWrites are what llamaLike wrote of one streamed chat request: the
 // time just before and just after each event's write and flush (the role
 // chunk's first, then each token's), so the kernel's receive time of each
 // on loopback lies between its pair.
 type llamaWrites struct{ before, after []time.Time }
 
-// llamaLikeRecording is llamaLike keeping each streamed chat request's
-// write times in rec, in the order the requests came.
-func llamaLikeRecording(t *testing.T, firstTokenDelay, gap time.Duration, tokens int, rec *struct {
+// llamaLike imitates llama.cpp's llama-server: no count_tokens, /tokenize
+// with {content}, a role chunk with content null, usage in the same chunk as
+// finish_reason, and known injected delays. It keeps each streamed chat
+// request's write times in rec (when not nil), in the order they came.
+func llamaLike(t *testing.T, firstTokenDelay, gap time.Duration, tokens int, rec *struct {
 	sync.Mutex
 	reqs []llamaWrites
 }) *httptest.Server {
@@ -224,7 +218,7 @@ func TestMetricsAgainstInjectedDelays(t *testing.T) {
 		sync.Mutex
 		reqs []llamaWrites
 	}
-	srv := llamaLikeRecording(t, firstToken, gap, tokens, &rec)
+	srv := llamaLike(t, firstToken, gap, tokens, &rec)
 	sc := parse(t, fmt.Sprintf(`
 targets:
   llama: {kind: openai, base_url: %q, ready_timeout: 5s}
