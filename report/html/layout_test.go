@@ -57,10 +57,11 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// measureJS runs in the outer page once the iframe has loaded.
+// measureJS runs in the outer page once its iframes (one per width) have
+// loaded, and measures each.
 const measureJS = `
-window.addEventListener("load", function () {
-  var f = document.getElementById("f"), w = f.contentWindow, d = f.contentDocument;
+function measureFrame(f) {
+  var w = f.contentWindow, d = f.contentDocument;
   var out = {innerWidth: w.innerWidth, scrollWidth: d.documentElement.scrollWidth, scrollHeight: d.documentElement.scrollHeight,
              svgTexts: 0, minSVGTextPx: 1e9, minSVGText: "", wideCharts: 0, narrowCharts: 0, overflowing: []};
   d.querySelectorAll("svg.chart").forEach(function (s) {
@@ -138,9 +139,12 @@ window.addEventListener("load", function () {
     }
     out.overflowing.push(e.tagName.toLowerCase() + (e.className && e.className.baseVal === undefined ? "." + e.className : "") + " right=" + Math.round(r.right));
   });
+  return out;
+}
+window.addEventListener("load", function () {
   var pre = document.createElement("pre");
   pre.id = "tg-measure";
-  pre.textContent = JSON.stringify(out);
+  pre.textContent = JSON.stringify([].map.call(document.querySelectorAll("iframe"), measureFrame));
   document.body.appendChild(pre);
 });
 `
@@ -182,25 +186,35 @@ func runChromium(t *testing.T, bin, file string, args ...string) string {
 	return stdout.String()
 }
 
-// measure lays page out at width px in Chromium and measures it; args
-// are Chromium's further flags (a colour scheme).
-func measure(t *testing.T, bin, dir, name, page string, width int, args ...string) measured {
+// measure lays page out at each of widths px in one Chromium, side by side
+// in frames of those widths (a launch is most of a measurement's cost:
+// one per width had the package's two layout tests at 50 s), and measures
+// each; args are Chromium's further flags (a colour scheme).
+func measure(t *testing.T, bin, dir, name, page string, widths []int, args ...string) []measured {
 	t.Helper()
-	outer := fmt.Sprintf(`<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">`+
-		`<iframe id="f" style="display:block;width:%dpx;height:2000px;border:0" srcdoc="%s"></iframe><script>%s</script></body></html>`,
-		width, html.EscapeString(page), measureJS)
-	file := filepath.Join(dir, fmt.Sprintf("%s-%d.html", name, width))
+	var frames strings.Builder
+	window := 20
+	for _, w := range widths {
+		fmt.Fprintf(&frames, `<iframe style="display:block;flex:none;width:%dpx;height:2000px;border:0" srcdoc="%s"></iframe>`, w, html.EscapeString(page))
+		window += w
+	}
+	outer := `<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0;display:flex;align-items:flex-start">` +
+		frames.String() + `<script>` + measureJS + `</script></body></html>`
+	file := filepath.Join(dir, name+".html")
 	if err := os.WriteFile(file, []byte(outer), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := runChromium(t, bin, file, append([]string{fmt.Sprintf("--window-size=%d,2100", max(width+20, 600)), "--dump-dom"}, args...)...)
+	dom := runChromium(t, bin, file, append([]string{fmt.Sprintf("--window-size=%d,2100", max(window, 600)), "--dump-dom"}, args...)...)
 	m := measureRE.FindStringSubmatch(dom)
 	if m == nil {
-		t.Fatalf("the measuring script wrote nothing at %d px", width)
+		t.Fatalf("the measuring script wrote nothing at %v px", widths)
 	}
-	var got measured
+	var got []measured
 	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &got); err != nil {
 		t.Fatalf("measurement %q: %v", m[1], err)
+	}
+	if len(got) != len(widths) {
+		t.Fatalf("%d measurements for %d widths", len(got), len(widths))
 	}
 	return got
 }
@@ -281,25 +295,28 @@ func TestLayoutInChromium(t *testing.T) {
 	shots := os.Getenv("TOLLGATE_SCREENSHOTS")
 	for _, rc := range layoutReports(t) {
 		page := render(t, rc.r, rc.b)
-		for _, w := range layoutWidths {
-			for _, cs := range colorSchemes {
-				t.Run(fmt.Sprintf("%s at %d px %s", rc.name, w, cs.name), func(t *testing.T) {
-					// Two browsers at once (-parallel, GOMAXPROCS by
-					// default): a launch is mostly waiting, 28 of them one
-					// after another were 40 s. Each in a folder of its own.
-					t.Parallel()
-					dir := t.TempDir()
-					m := measure(t, bin, dir, rc.name, page, w, cs.args...)
-					t.Logf("%+v", m)
-					checkLayout(t, m, w, cs.name == "dark", rc.failed)
-					if shots != "" {
-						if err := os.WriteFile(filepath.Join(shots, rc.name+".html"), []byte(page), 0o644); err != nil {
-							t.Fatal(err)
+		for _, cs := range colorSchemes {
+			t.Run(fmt.Sprintf("%s %s", rc.name, cs.name), func(t *testing.T) {
+				// Two browsers at once (-parallel, GOMAXPROCS by
+				// default): a launch is mostly waiting. Each in a folder
+				// of its own.
+				t.Parallel()
+				dir := t.TempDir()
+				ms := measure(t, bin, dir, rc.name, page, layoutWidths, cs.args...)
+				for i, w := range layoutWidths {
+					t.Run(fmt.Sprintf("%d px", w), func(t *testing.T) {
+						m := ms[i]
+						t.Logf("%+v", m)
+						checkLayout(t, m, w, cs.name == "dark", rc.failed)
+						if shots != "" {
+							if err := os.WriteFile(filepath.Join(shots, rc.name+".html"), []byte(page), 0o644); err != nil {
+								t.Fatal(err)
+							}
+							screenshot(t, bin, dir, page, w, m.ScrollHeight, filepath.Join(shots, fmt.Sprintf("%s-%d-%s.png", rc.name, w, cs.name)), cs.args...)
 						}
-						screenshot(t, bin, dir, page, w, m.ScrollHeight, filepath.Join(shots, fmt.Sprintf("%s-%d-%s.png", rc.name, w, cs.name)), cs.args...)
-					}
-				})
-			}
+					})
+				}
+			})
 		}
 	}
 }
@@ -393,7 +410,7 @@ func TestDocScreenshots(t *testing.T) {
 		r.Scenario.File = "examples/" + tc.example
 		r.Tool.Version = "dev"
 		page := render(t, r, nil)
-		m := measure(t, bin, dir, strings.TrimSuffix(tc.example, ".yaml"), page, 1280)
+		m := measure(t, bin, dir, strings.TrimSuffix(tc.example, ".yaml"), page, []int{1280})[0]
 		screenshot(t, bin, dir, page, 1280, m.ScrollHeight, filepath.Join("..", "..", "docs", tc.png))
 	}
 }

@@ -159,20 +159,24 @@ func TestTrendLayoutInChromium(t *testing.T) {
 	}
 	page := b.String()
 	shots := os.Getenv("TOLLGATE_SCREENSHOTS")
-	dir := t.TempDir()
-	for _, w := range layoutWidths {
-		for _, cs := range colorSchemes {
-			t.Run(fmt.Sprintf("trend at %d px %s", w, cs.name), func(t *testing.T) {
-				m := measure(t, bin, dir, "trend", page, w, cs.args...)
-				t.Logf("%+v", m)
-				checkLayout(t, m, w, cs.name == "dark", false)
-				if shots != "" {
-					if err := os.WriteFile(filepath.Join(shots, "trend.html"), []byte(page), 0o644); err != nil {
-						t.Fatal(err)
+	for _, cs := range colorSchemes {
+		t.Run("trend "+cs.name, func(t *testing.T) {
+			t.Parallel() // a launch is mostly waiting
+			dir := t.TempDir()
+			ms := measure(t, bin, dir, "trend", page, layoutWidths, cs.args...)
+			for i, w := range layoutWidths {
+				t.Run(fmt.Sprintf("%d px", w), func(t *testing.T) {
+					m := ms[i]
+					t.Logf("%+v", m)
+					checkLayout(t, m, w, cs.name == "dark", false)
+					if shots != "" {
+						if err := os.WriteFile(filepath.Join(shots, "trend.html"), []byte(page), 0o644); err != nil {
+							t.Fatal(err)
+						}
+						screenshot(t, bin, dir, page, w, m.ScrollHeight, filepath.Join(shots, fmt.Sprintf("trend-%d-%s.png", w, cs.name)), cs.args...)
 					}
-					screenshot(t, bin, dir, page, w, m.ScrollHeight, filepath.Join(shots, fmt.Sprintf("trend-%d-%s.png", w, cs.name)), cs.args...)
-				}
-			})
-		}
+				})
+			}
+		})
 	}
 }
