@@ -474,6 +474,14 @@ func TestKubernetesJobs(t *testing.T) {
 				t.Fatal("examples/sharded-load.yaml no longer sets max_dispatch_lag: 250ms; update this test")
 			}
 			cm["scenario.yaml"] = strings.Replace(cm["scenario.yaml"], "max_dispatch_lag: 250ms", "max_dispatch_lag: 5s", 1)
+			if !tc.slow {
+				// Nor the machine's speed: the served simulator beside
+				// the parallel tests at load 19 had a p99 TTFT of 3.1 s,
+				// past the example's 500 ms SLO, so the row that must
+				// pass holds an SLO no load reaches; the slow row keeps
+				// the example's and fails it.
+				cm["scenario.yaml"] = relaxedSLO(t, cm["scenario.yaml"])
+			}
 			// The pods are scheduled at once here, not in two minutes:
 			// a start 7 to 8 s ahead (whole seconds, as the recipe writes it).
 			cm["start_at"] = time.Now().Add(8 * time.Second).UTC().Format(time.RFC3339)

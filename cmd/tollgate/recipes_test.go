@@ -30,6 +30,19 @@ import (
 // over the TTFT gate of every scenario the recipes are run with here.
 var tooSlowServe = []string{"--ttft-base", "600ms"}
 
+// relaxedSLO is examples/sharded-load.yaml's text (src) with a p99 TTFT
+// SLO of a minute for its 500 ms: what a recipe's passing row judges, so
+// that a loaded machine's served simulator (p99 3.1 s seen at load 19)
+// cannot fail the row whose subject is the recipe's exit codes.
+func relaxedSLO(t *testing.T, src string) string {
+	t.Helper()
+	const slo = "slo_ttft_p99_ms: 500\n"
+	if !strings.Contains(src, slo) {
+		t.Fatalf("examples/sharded-load.yaml no longer sets %q; update relaxedSLO", strings.TrimSpace(slo))
+	}
+	return strings.Replace(src, slo, "slo_ttft_p99_ms: 60000\n", 1)
+}
+
 // nightlyStandIn stands for a user's perf/load-sweep.yaml in the nightly
 // recipes: their nightly profile is a 20-minute sweep, this one a second,
 // gated on the time to first token like the real one.
@@ -535,6 +548,16 @@ func TestGitHubMatrixWorkflow(t *testing.T) {
 						t.Fatalf("the plan job's start_at %q: %v (want about five minutes ahead)", out["start_at"], err)
 					}
 					out["start_at"] = time.Now().Add(lead).UTC().Format(time.RFC3339)
+				}
+					if tc.judge == ExitPass {
+					// The row that must pass tests the workflow's
+					// plumbing, not the machine's speed: its user's SLO
+					// is one no load reaches (relaxedSLO); the slow row
+					// keeps the example's 500 ms and fails it.
+					r.checkout = func(dir string) {
+						f := filepath.Join(dir, "perf", "sharded-load.yaml")
+						writeFile(t, f, relaxedSLO(t, readString(t, f)))
+					}
 				}
 				r.run(t)
 				merged := filepath.Join(r.artifacts["sharded-load-verdict"], "merged.json")
