@@ -549,7 +549,7 @@ func TestGitHubMatrixWorkflow(t *testing.T) {
 					}
 					out["start_at"] = time.Now().Add(lead).UTC().Format(time.RFC3339)
 				}
-					if tc.judge == ExitPass {
+				if tc.judge == ExitPass {
 					// The row that must pass tests the workflow's
 					// plumbing, not the machine's speed: its user's SLO
 					// is one no load reaches (relaxedSLO); the slow row
