@@ -310,13 +310,13 @@ type h1Conn struct {
 	closeOnce sync.Once
 }
 
+// close closes the connection; the context's AfterFunc may call it from
+// another goroutine, so it touches nothing the reader does.
 func (c *h1Conn) close() {
-	c.closeOnce.Do(func() {
-		_ = c.nc.Close()
-		c.dropBuf()
-	})
+	c.closeOnce.Do(func() { _ = c.nc.Close() })
 }
 
+// dropBuf returns the head's buffer (the reader's goroutine only).
 func (c *h1Conn) dropBuf() {
 	if c.buf != nil {
 		if cap(*c.buf) == headBufBytes {
@@ -355,6 +355,7 @@ func (c *h1Conn) roundTrip(req *http.Request, wbuf []byte, trace *httptrace.Clie
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		c.close()
+		c.dropBuf()
 		return nil, err
 	}
 	// The head and a body of a known length go out in one write, as
@@ -561,10 +562,8 @@ func (b *h1Body) Read(p []byte) (int, error) {
 			}
 		case bodyChunked:
 			m, rest, done, derr := b.ch.decode(q[:n])
-			if done && (rest < n || len(b.c.rest) > 0) {
-				// Bytes after the body, unasked for: the connection is
-				// not in a state to reuse.
-				b.close = true
+			if done && rest < n {
+				b.close = true // bytes after the body (end looks at those not read yet)
 			}
 			n, b.done = m, done
 			if derr != nil {
@@ -594,8 +593,12 @@ func (b *h1Body) end(reuse bool) {
 		return
 	}
 	b.ended = true
+	// Bytes past the body's end, unasked for: the connection is not in a
+	// state to reuse.
+	unread := len(b.c.rest) > 0
+	b.c.dropBuf()
 	// stop is false when the context ended: its close ran, or runs.
-	if !b.stop() || !reuse || b.close || b.mode == bodyToClose {
+	if !b.stop() || !reuse || unread || b.close || b.mode == bodyToClose {
 		b.c.close()
 		return
 	}

@@ -124,6 +124,7 @@ func TestH1Response(t *testing.T) {
 		// would be read as the next request's answer (net/http's read
 		// loop would see them on the idle connection).
 		{name: "bytes after the body in the same read", whole: true, raw: okHead + "Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\nHTTP/1.1 200 OK", status: 200, body: "ok"},
+		{name: "bytes after a content-length body", whole: true, raw: okHead + "Content-Length: 2\r\n\r\nokHTTP/1.1", status: 200, body: "ok"},
 		{name: "LF-only head lines", raw: "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", status: 200, body: "ok", pooled: true},
 		{name: "headers canonical, trimmed, folded", raw: okHead + "content-type:  text/event-stream \r\nX-Long: a\r\n  b\r\nContent-Length: 0\r\n\r\n", status: 200, pooled: true,
 			header: map[string]string{"Content-Type": "text/event-stream", "X-Long": "a b"}},
