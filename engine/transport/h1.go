@@ -132,7 +132,8 @@ func putWriteBuf(b *[]byte) {
 // closes its body.
 func encodeRequest(req *http.Request, closeConn bool) (*[]byte, error) {
 	defer func() { _ = req.Body.Close() }()
-	keys := make([]string, 0, len(req.Header))
+	var keyArr [16]string // on the stack for the usual few headers
+	keys := keyArr[:0]
 	for k, vs := range req.Header {
 		if !isToken([]byte(k)) {
 			return nil, fmt.Errorf("invalid header field name %q", k)
@@ -419,7 +420,8 @@ func (c *h1Conn) readHead(trace *httptrace.ClientTrace) (*respHead, error) {
 			// answer that is not HTTP fails without waiting for the rest.
 			if !statusChecked {
 				if i := indexByte(buf[:fill], '\n'); i >= 0 {
-					if err := parseStatusLine(line(buf[:i+1]), &respHead{}); err != nil {
+					var probe respHead
+					if err := parseStatusLine(line(buf[:i+1]), &probe); err != nil {
 						return nil, err
 					}
 					statusChecked = true

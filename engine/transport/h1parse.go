@@ -78,52 +78,90 @@ func headEnd(b []byte, from int) (end, next int) {
 }
 
 // line trims a line's ending (LF or CRLF).
-func line(b []byte) []byte {
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	return bytes.TrimSuffix(b, []byte("\r"))
+func line[T ~string | ~[]byte](b T) T {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
 }
 
-// parseStatusLine reads "HTTP/1.1 200 OK" with net/http's rules and words.
-func parseStatusLine(l []byte, h *respHead) error {
-	proto, status, ok := bytes.Cut(l, []byte(" "))
-	if !ok {
+// parseStatusLine reads "HTTP/1.1 200 OK" with net/http's rules and words;
+// the strings it sets are l's.
+func parseStatusLine[T ~string | ~[]byte](l T, h *respHead) error {
+	sp := indexByteOf(l, ' ')
+	if sp < 0 {
 		return &headError{what: "response", text: string(l)}
 	}
-	status = bytes.TrimLeft(status, " ")
-	code, _, _ := bytes.Cut(status, []byte(" "))
+	proto, status := l[:sp], l[sp+1:]
+	for len(status) > 0 && status[0] == ' ' {
+		status = status[1:]
+	}
+	code := status
+	if i := indexByteOf(code, ' '); i >= 0 {
+		code = code[:i]
+	}
 	if len(code) != 3 {
 		return &headError{what: "status code", text: string(code)}
 	}
 	n := 0
-	for _, c := range code {
+	for i := range 3 {
+		c := code[i]
 		if c < '0' || c > '9' {
 			return &headError{what: "status code", text: string(code)}
 		}
 		n = n*10 + int(c-'0')
 	}
-	major, minor, ok := http.ParseHTTPVersion(string(proto))
+	major, minor, ok := parseVersion(proto)
 	if !ok || major != 1 {
 		return &headError{what: "version", text: string(proto)}
 	}
-	h.proto, h.major, h.minor = string(proto), major, minor
-	h.status, h.statusText = n, string(status)
+	h.major, h.minor, h.status = major, minor, n
+	if hs, ok := any(l).(string); ok {
+		h.proto, h.statusText = hs[:sp], string(status)
+	}
 	return nil
+}
+
+// parseVersion is http.ParseHTTPVersion without its string.
+func parseVersion[T ~string | ~[]byte](v T) (major, minor int, ok bool) {
+	if len(v) != 8 || string(v[:5]) != "HTTP/" || v[6] != '.' || v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9' {
+		return 0, 0, false
+	}
+	return int(v[5] - '0'), int(v[7] - '0'), true
+}
+
+func indexByteOf[T ~string | ~[]byte](s T, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // parseHead reads a head: b holds the status line and header lines, each
 // ending in LF (the blank line may follow; it is not needed). Header
-// values are trimmed; a folded line continues the one before it.
+// values are trimmed; a folded line continues the one before it. Every
+// string of the head is a part of one copy of b, the header names most
+// servers send are shared constants, and the values' slices share one
+// array: a few allocations per response, not three per header.
 func parseHead(b []byte) (*respHead, error) {
+	text := string(b)
 	h := &respHead{contentLength: -1}
-	first, rest, _ := bytes.Cut(b, []byte("\n"))
+	first, rest, _ := strings.Cut(text, "\n")
 	if err := parseStatusLine(line(first), h); err != nil {
 		return nil, err
 	}
-	h.header = make(http.Header, 8)
+	lines := strings.Count(rest, "\n")
+	h.header = make(http.Header, lines)
+	values := make([]string, 0, lines)
 	var lastKey string
 	for len(rest) > 0 {
-		var l []byte
-		l, rest, _ = bytes.Cut(rest, []byte("\n"))
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
 		l = line(l)
 		if len(l) == 0 {
 			break
@@ -132,20 +170,42 @@ func parseHead(b []byte) (*respHead, error) {
 			// obs-fold (RFC 9112 §5.2): a space stands for the fold.
 			vs := h.header[lastKey]
 			if lastKey == "" || len(vs) == 0 {
-				return nil, &headError{what: "header line", text: string(l)}
+				return nil, &headError{what: "header line", text: l}
 			}
-			vs[len(vs)-1] += " " + string(bytes.Trim(l, " \t"))
+			vs[len(vs)-1] += " " + strings.Trim(l, " \t")
 			continue
 		}
-		k, v, ok := bytes.Cut(l, []byte(":"))
-		if !ok || len(k) == 0 || !isToken(k) {
-			return nil, &headError{what: "header line", text: string(l)}
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || len(k) == 0 || !isToken([]byte(k)) {
+			return nil, &headError{what: "header line", text: l}
 		}
-		lastKey = textproto.CanonicalMIMEHeaderKey(string(k))
-		h.header[lastKey] = append(h.header[lastKey], string(bytes.Trim(v, " \t")))
+		key, common := commonHeaders[k]
+		if !common {
+			key = textproto.CanonicalMIMEHeaderKey(k)
+		}
+		v = strings.Trim(v, " \t")
+		if vs, seen := h.header[key]; seen {
+			h.header[key] = append(vs, v)
+		} else {
+			values = append(values, v)
+			h.header[key] = values[len(values)-1 : len(values) : len(values)]
+		}
+		lastKey = key
 	}
 	return h, h.framing()
 }
+
+// commonHeaders maps the header names LLM servers send, as Go, uvicorn
+// and llama.cpp spell them, to their canonical form.
+var commonHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"Access-Control-Allow-Origin", "Cache-Control", "Connection", "Content-Encoding",
+		"Content-Length", "Content-Type", "Date", "Keep-Alive", "Location", "Retry-After", "Server",
+		"Transfer-Encoding", "Vary", "X-Accel-Buffering", "X-Request-Id"} {
+		m[k], m[strings.ToLower(k)] = k, k
+	}
+	return m
+}()
 
 // framing reads what the headers say of the body and the connection,
 // with net/http's rules (transfer.go).
