@@ -84,7 +84,6 @@ func (t *h1Transport) roundTrip(req *http.Request, fresh bool) (*http.Response, 
 	if err != nil {
 		return nil, err
 	}
-	defer putWriteBuf(wbuf)
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
 	addr := hostPort(req)
@@ -97,7 +96,7 @@ func (t *h1Transport) roundTrip(req *http.Request, fresh bool) (*http.Response, 
 			return nil, err
 		}
 		c.fresh = fresh
-		resp, err := c.roundTrip(req, *wbuf, trace)
+		resp, err := c.roundTrip(req, wbuf, trace)
 		if err == nil {
 			return resp, nil
 		}
@@ -117,20 +116,13 @@ func hostPort(req *http.Request) string {
 	return net.JoinHostPort(req.URL.Hostname(), "80")
 }
 
-// writeBufs hold encoded requests while they are written.
-var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, writeBufferBytes); return &b }}
-
-func putWriteBuf(b *[]byte) {
-	if cap(*b) <= 64<<10 {
-		*b = (*b)[:0]
-		writeBufs.Put(b)
-	}
-}
-
 // encodeRequest writes req's head and body as net/http would (Host,
 // User-Agent, Content-Length, the other headers sorted by name), and
-// closes its body.
-func encodeRequest(req *http.Request, closeConn bool) (*[]byte, error) {
+// closes its body. The bytes are sized to the request and not pooled: a
+// pool would keep a buffer per request that was ever in flight at once
+// (all of them, when a run starts its streams together) for the rest of
+// the run.
+func encodeRequest(req *http.Request, closeConn bool) ([]byte, error) {
 	defer func() { _ = req.Body.Close() }()
 	var keyArr [16]string // on the stack for the usual few headers
 	keys := keyArr[:0]
@@ -154,8 +146,14 @@ func encodeRequest(req *http.Request, closeConn bool) (*[]byte, error) {
 	if host == "" {
 		host = req.URL.Host
 	}
-	bp := writeBufs.Get().(*[]byte)
-	b := append((*bp)[:0], req.Method...)
+	size := len(req.Method) + len(req.URL.RequestURI()) + len(host) + len(h1UserAgent) + 128 + int(req.ContentLength)
+	for _, k := range keys {
+		for _, v := range req.Header[k] {
+			size += len(k) + len(v) + 4
+		}
+	}
+	b := make([]byte, 0, size)
+	b = append(b, req.Method...)
 	b = append(b, ' ')
 	b = append(b, req.URL.RequestURI()...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
@@ -187,12 +185,10 @@ func encodeRequest(req *http.Request, closeConn bool) (*[]byte, error) {
 	b = append(b, "\r\n\r\n"...)
 	head := len(b)
 	b = slices.Grow(b, int(req.ContentLength))[:head+int(req.ContentLength)]
-	*bp = b
 	if _, err := io.ReadFull(req.Body, b[head:]); err != nil {
-		putWriteBuf(bp)
 		return nil, fmt.Errorf("http: ContentLength=%d with a shorter body: %w", req.ContentLength, err)
 	}
-	return bp, nil
+	return b, nil
 }
 
 // conn is an idle connection to addr, else a new one.
@@ -213,7 +209,21 @@ func (t *h1Transport) conn(ctx context.Context, addr string, fresh bool, trace *
 			return c, nil
 		}
 	}
-	nc, err := t.dial(ctx, "tcp", addr)
+	// The dial runs on a goroutine of its own, as net/http's does: its
+	// call chain (net.Dialer's) is deeper than the rest of a request, and
+	// would leave the request's goroutine, parked in a read for as long as
+	// the stream lasts, with a 16 KB stack instead of 8 KB.
+	type dialed struct {
+		nc  net.Conn
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		nc, err := t.dial(ctx, "tcp", addr)
+		ch <- dialed{nc, err}
+	}()
+	d := <-ch
+	nc, err := d.nc, d.err
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +351,9 @@ func (c *h1Conn) read(p []byte) (int, error) {
 
 // headBufBytes is the read buffer of a response head: LLM servers send a
 // few hundred bytes; a longer head grows it, up to MaxResponseHeaderBytes.
-const headBufBytes = 4 << 10
+// It is held while the request waits for its answer, by every open stream
+// at once when a run starts them together: small, it costs little.
+const headBufBytes = 512
 
 var headBufs = sync.Pool{New: func() any { b := make([]byte, headBufBytes); return &b }}
 
