@@ -52,6 +52,7 @@ type h1Read struct {
 	body   []byte
 	err    error
 	pooled bool
+	left   int // bytes of the script not read
 }
 
 func readScript(raw []byte, piece, readBytes int) h1Read {
@@ -79,6 +80,7 @@ func readScript(raw []byte, piece, readBytes int) h1Read {
 	}
 	_ = b.Close()
 	out.pooled = len(t.idle) == 1 && !sc.closed.Load()
+	out.left = len(sc.data)
 	return out
 }
 
@@ -192,7 +194,10 @@ func FuzzH1Response(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, piece uint8) {
 		whole := readScript(raw, 1<<30, 4<<10)
 		split := readScript(raw, int(piece)+1, int(piece)%7+1)
-		if (whole.err == nil) != (split.err == nil) || !bytes.Equal(whole.body, split.body) || whole.pooled != split.pooled {
+		// Bytes after the body are seen only when they come with its end
+		// (TestH1Response), so reuse is compared only where none follow.
+		samePool := whole.pooled == split.pooled || split.left > 0
+		if (whole.err == nil) != (split.err == nil) || !bytes.Equal(whole.body, split.body) || !samePool {
 			t.Fatalf("whole reads: %q, %v, pooled %v; reads of %d: %q, %v, pooled %v", whole.body, whole.err, whole.pooled, int(piece)+1, split.body, split.err, split.pooled)
 		}
 		if whole.err != nil || !whole.head.chunked {
