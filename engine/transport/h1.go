@@ -530,9 +530,10 @@ const (
 	bodyToClose        // the connection's close
 )
 
-// h1Body reads a response's body from its connection. Read to its end it
-// hands the connection back to the pool (unless the response or the
-// request said close); closed before that, it closes the connection.
+// h1Body reads a response's body from its connection. Read to its end and
+// closed, it hands the connection back to the pool (unless the response
+// or the request said close); closed before its end, it closes the
+// connection.
 type h1Body struct {
 	c     *h1Conn
 	stop  func() bool // ends the context's hold on the connection
@@ -554,9 +555,9 @@ func (b *h1Body) Read(p []byte) (int, error) {
 			return 0, b.err
 		}
 		if b.done {
-			// The connection goes back only now, after the caller timed
-			// the last bytes by it.
-			b.end(true)
+			// The connection goes back at Close: after the caller timed
+			// the last bytes by it, and after hintBody applied the
+			// Keep-Alive hints, which the next request must find.
 			return 0, io.EOF
 		}
 		if len(p) == 0 {

@@ -407,10 +407,11 @@ func (b *hintBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close applies the hints first: h1Body's Close hands the connection to
+// the pool, where the next request must find them applied.
 func (b *hintBody) Close() error {
-	err := b.ReadCloser.Close()
 	if b.done.CompareAndSwap(false, true) {
 		b.conn.released()
 	}
-	return err
+	return b.ReadCloser.Close()
 }
