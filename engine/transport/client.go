@@ -41,6 +41,8 @@ const (
 	writeBufferBytes      = 4 << 10
 	DefaultMaxConns       = 64
 	DefaultConnectTimeout = 10 * time.Second
+	// idleConnTimeout is how long a connection waits in either pool.
+	idleConnTimeout = 90 * time.Second
 	// errorSnippetBytes caps the response body quoted in an http_status error.
 	errorSnippetBytes = 512
 	// metadataBytes caps what Metadata keeps per endpoint.
@@ -189,7 +191,7 @@ func New(cfg Config, wire Wire) (*Client, error) {
 		TLSHandshakeTimeout: cfg.ConnectTimeout,
 		MaxIdleConns:        cfg.MaxConns,
 		MaxIdleConnsPerHost: cfg.MaxConns,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     idleConnTimeout,
 		// gzip would buffer the stream and hide arrival times.
 		DisableCompression:     true,
 		ReadBufferSize:         cfg.ReadBufferBytes,

@@ -41,15 +41,11 @@ type h1Transport struct {
 	idle []*h1Conn // most recently used last
 }
 
-// h1IdleTimeout is how long a connection waits in the pool (net/http's
-// IdleConnTimeout in New).
-const h1IdleTimeout = 90 * time.Second
-
 // h1UserAgent is what net/http sends when the request sets none.
 const h1UserAgent = "Go-http-client/1.1"
 
 func newH1Transport(dial func(ctx context.Context, network, addr string) (net.Conn, error), maxIdle int) *h1Transport {
-	return &h1Transport{dial: dial, maxIdle: maxIdle, idleTimeout: h1IdleTimeout}
+	return &h1Transport{dial: dial, maxIdle: maxIdle, idleTimeout: idleConnTimeout}
 }
 
 // handles reports whether req is one h1Transport sends: what Stream sends
