@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,7 +88,7 @@ func TestParseHead(t *testing.T) {
 // events are all there (each was decoded through the accumulator) and
 // each stream sent all its requests on one connection.
 func TestEveryClientReadsWholeStreamsOnKeptAliveConnections(t *testing.T) {
-	names := []string{"transport"}
+	names := []string{"transport", "transport-std"}
 	for n, v := range variants {
 		if v.kernelTS && runtime.GOOS != "linux" {
 			continue
@@ -114,8 +115,9 @@ func TestEveryClientReadsWholeStreamsOnKeptAliveConnections(t *testing.T) {
 			t.Cleanup(srv.Close)
 
 			var cr childReport
-			if name == "transport" {
-				cr, err = runTransport(srv.URL, conc, requests, tokens)
+			transport := strings.HasPrefix(name, "transport")
+			if transport {
+				cr, err = runTransport(srv.URL, conc, requests, tokens, name == "transport-std")
 			} else {
 				cr, err = runProto(variants[name], srv.URL, conc, requests, tokens)
 			}
@@ -128,7 +130,7 @@ func TestEveryClientReadsWholeStreamsOnKeptAliveConnections(t *testing.T) {
 			if got := conns.Load(); got != conc {
 				t.Errorf("%d connections for %d streams", got, conc)
 			}
-			if name != "transport" && cr.Reads == 0 {
+			if !transport && cr.Reads == 0 {
 				t.Error("no reads counted")
 			}
 		})

@@ -82,7 +82,7 @@ func main() {
 	}
 }
 
-var allClients = []string{"bare", "tollgate", "transport", "h1-std", "h1-hand", "h1-hand-nots", "h1-hand-16k", "h1-hand-64k", "h1-hand-skip"}
+var allClients = []string{"bare", "tollgate", "transport", "transport-std", "h1-std", "h1-hand", "h1-hand-nots", "h1-hand-16k", "h1-hand-64k", "h1-hand-skip"}
 
 type config struct {
 	rounds, streams, tokens, shortReqs, hold, holdRounds int
@@ -399,8 +399,8 @@ func childMain(args []string) error {
 	}
 	var cr childReport
 	var err error
-	if *client == "transport" {
-		cr, err = runTransport(*base, *conc, *requests, *tokens)
+	if *client == "transport" || *client == "transport-std" {
+		cr, err = runTransport(*base, *conc, *requests, *tokens, *client == "transport-std")
 	} else {
 		v, ok := variants[*client]
 		if !ok {
@@ -504,9 +504,11 @@ func runProto(v variant, base string, conc, requests, tokens int) (childReport, 
 }
 
 // runTransport is engine/transport itself, through openai.Client.Stream,
-// in the same loop: the client tollgate's load phase drives.
-func runTransport(base string, conc, requests, tokens int) (childReport, error) {
-	cl, err := openai.New(openai.Config{BaseURL: base, MaxConns: conc, TotalTimeout: 5 * time.Minute})
+// in the same loop: the client tollgate's load phase drives. std sends
+// through net/http's transport instead of engine/transport's own reader
+// (Config.StdHTTP).
+func runTransport(base string, conc, requests, tokens int, std bool) (childReport, error) {
+	cl, err := openai.New(openai.Config{BaseURL: base, MaxConns: conc, TotalTimeout: 5 * time.Minute, StdHTTP: std})
 	if err != nil {
 		return childReport{}, err
 	}

@@ -163,13 +163,19 @@ func sendOnParked(t *testing.T, c *Client) (Result, httptrace.GotConnInfo, error
 	return res, first, err
 }
 
+// stdHTTP sends through net/http's transport: only it dials ahead of
+// demand and parks a connection unused (engine/transport's own HTTP/1.1
+// reader dials for the request that needs one and pools a connection only
+// after a response), so only there can the cases below happen.
+func stdHTTP(c *Config) { c.StdHTTP = true }
+
 // A pooled connection that never carried a request and that the server
 // closes without answering (its first-request timeout racing the client's
 // send) is retried like a stale one, and counted.
 func TestUnusedPooledConnectionClosedIsRetried(t *testing.T) {
 	h := newParkHandler()
 	srv, l := startDropNth(t, 2, h)
-	c := newClient(t, srv.URL, nil)
+	c := newClient(t, srv.URL, stdHTTP)
 	parkConnection(t, c, h)
 	res, info, err := sendOnParked(t, c)
 	if !info.Reused {
@@ -188,7 +194,7 @@ func TestUnusedPooledConnectionClosedIsRetried(t *testing.T) {
 func TestUnusedPooledConnectionClosedWithoutRetry(t *testing.T) {
 	h := newParkHandler()
 	srv, l := startDropNth(t, 2, h)
-	c := newClient(t, srv.URL, func(c *Config) { c.NoStaleRetry = true })
+	c := newClient(t, srv.URL, func(c *Config) { stdHTTP(c); c.NoStaleRetry = true })
 	parkConnection(t, c, h)
 	res, info, err := sendOnParked(t, c)
 	if !info.Reused {

@@ -155,7 +155,8 @@ func TestServerTextIsEscapedInMessages(t *testing.T) {
 // What ends a response inside its head has the class of what it is: a head
 // over the bound (Go would take 10 MB) or one that is not HTTP is a
 // protocol error naming it; a close inside it is a reset that says where.
-// The messages of Go's HTTP client these rest on are pinned here.
+// The words of engine/transport's HTTP/1.1 reader (and of Go's HTTP
+// client, which says the same after its own prefix) are pinned here.
 func TestResponseHeadErrorsAreProtocol(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -174,9 +175,9 @@ func TestResponseHeadErrorsAreProtocol(t *testing.T) {
 					}
 				}
 			}},
-		{name: "not HTTP", class: ClassProtocol, msg: `net/http: HTTP/1.x transport connection broken: malformed HTTP response "SSH-2.0-OpenSSH_9.6"`,
+		{name: "not HTTP", class: ClassProtocol, msg: `malformed HTTP response "SSH-2.0-OpenSSH_9.6"`,
 			script: func(w *bufio.Writer) { _, _ = w.WriteString("SSH-2.0-OpenSSH_9.6\r\n\r\n") }},
-		{name: "a bad status code", class: ClassProtocol, msg: `net/http: HTTP/1.x transport connection broken: malformed HTTP status code "2x0"`,
+		{name: "a bad status code", class: ClassProtocol, msg: `malformed HTTP status code "2x0"`,
 			script: func(w *bufio.Writer) { _, _ = w.WriteString("HTTP/1.1 2x0 OK\r\n\r\n") }},
 		{name: "a header line that is not one", class: ClassProtocol, msg: `the answer is not HTTP: Post "http://`,
 			script: func(w *bufio.Writer) { _, _ = w.WriteString("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n") }},
@@ -186,10 +187,15 @@ func TestResponseHeadErrorsAreProtocol(t *testing.T) {
 			script: func(w *bufio.Writer) { _, _ = w.WriteString("HTTP/1.1 200 OK\r\nContent-Ty") }},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := newClient(t, rawServer(t, tt.script), nil).Stream(t.Context(), chatReq(1))
-			wantErr(t, err, tt.class, nil, tt.msg)
-		})
+		// net/http still reads what the own reader does not send (TLS,
+		// proxies): its words must keep their classes too.
+		for _, std := range []bool{false, true} {
+			t.Run(tt.name+map[bool]string{false: "", true: " (net/http)"}[std], func(t *testing.T) {
+				c := newClient(t, rawServer(t, tt.script), func(c *Config) { c.StdHTTP = std })
+				_, err := c.Stream(t.Context(), chatReq(1))
+				wantErr(t, err, tt.class, nil, tt.msg)
+			})
+		}
 	}
 }
 

@@ -41,6 +41,8 @@ const (
 	writeBufferBytes      = 4 << 10
 	DefaultMaxConns       = 64
 	DefaultConnectTimeout = 10 * time.Second
+	// idleConnTimeout is how long a connection waits in either pool.
+	idleConnTimeout = 90 * time.Second
 	// errorSnippetBytes caps the response body quoted in an http_status error.
 	errorSnippetBytes = 512
 	// metadataBytes caps what Metadata keeps per endpoint.
@@ -98,6 +100,10 @@ type Config struct {
 	NoStaleRetry bool
 	// FollowRedirects is FollowNever (default) or FollowSameOrigin.
 	FollowRedirects string
+	// StdHTTP sends every request through net/http's transport, the
+	// generation requests over plain HTTP too (h1.go's own reader sends
+	// those by default), e.g. to compare the two.
+	StdHTTP bool
 }
 
 // Redirect policies for Config.FollowRedirects.
@@ -185,19 +191,23 @@ func New(cfg Config, wire Wire) (*Client, error) {
 		TLSHandshakeTimeout: cfg.ConnectTimeout,
 		MaxIdleConns:        cfg.MaxConns,
 		MaxIdleConnsPerHost: cfg.MaxConns,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     idleConnTimeout,
 		// gzip would buffer the stream and hide arrival times.
 		DisableCompression:     true,
 		ReadBufferSize:         cfg.ReadBufferBytes,
 		WriteBufferSize:        writeBufferBytes,
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
+	var h1 *h1Transport
+	if !cfg.StdHTTP {
+		h1 = newH1Transport(dial, cfg.MaxConns)
+	}
 	c := &Client{
 		cfg:    cfg,
 		wire:   wire,
 		base:   u.String(),
 		dialed: dialed,
-		http:   &http.Client{Transport: newRetryTransport(tr, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
+		http:   &http.Client{Transport: newRetryTransport(tr, h1, !cfg.NoStaleRetry), CheckRedirect: checkRedirect(cfg.FollowRedirects)},
 		waits:  defaultWaits,
 	}
 	c.bufs.New = func() any { b := make([]byte, cfg.ReadBufferBytes); return &b }
@@ -427,9 +437,9 @@ func (c *Client) classify(ctx context.Context, err error, during string) *measur
 		errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE), errors.Is(err, errClosedBeforeSend),
 		errors.Is(err, errClosedInHead):
 		return c.fail(measure.ClassReset, 0, during+": "+err.Error()+closeCause(during), err)
-	case errors.As(err, &headErr), strings.Contains(err.Error(), "malformed HTTP "):
-		// Go's words for a status line or header it cannot read (pinned
-		// by TestResponseHeadErrorsAreProtocol).
+	case errors.Is(err, errNotHTTP), errors.As(err, &headErr), strings.Contains(err.Error(), "malformed HTTP "):
+		// h1.go's error, or Go's words for a status line or header it
+		// cannot read (pinned by TestResponseHeadErrorsAreProtocol).
 		return c.fail(measure.ClassProtocol, 0, during+": the answer is not HTTP: "+err.Error(), err)
 	}
 	var netErr net.Error
@@ -443,7 +453,7 @@ func (c *Client) classify(ctx context.Context, err error, during string) *measur
 // MaxResponseHeaderBytes, which it says only in words (pinned by
 // TestResponseHeadErrorsAreProtocol).
 func headerTooLarge(err error) bool {
-	return strings.Contains(err.Error(), "server response headers exceeded")
+	return errors.Is(err, errHeadTooLarge) || strings.Contains(err.Error(), "server response headers exceeded")
 }
 
 // closeCause names who ended a request that failed with a closed

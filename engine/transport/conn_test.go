@@ -173,69 +173,77 @@ func TestConnectionClosedBeforeSendIsRetried(t *testing.T) {
 		{"the fresh connection closed too", 1 << 30, true, measure.ClassReset, "after a stale-connection retry", 1, 2},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				_, _ = io.WriteString(w, "ok")
-			}))
-			l := &closeFirst{Listener: srv.Listener, n: tt.closed}
-			srv.Listener = l
-			srv.Start()
-			defer srv.Close()
-			c, err := New(Config{BaseURL: srv.URL, NoStaleRetry: !tt.retry}, nameWire{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			var once sync.Once
-			var held bool
-			ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
-				// Runs after the transport's own GotConn, before the
-				// write; only the first connection is held.
-				GotConn: func(info httptrace.GotConnInfo) {
-					once.Do(func() {
-						p := poolConnOf(info.Conn)
-						if p == nil {
-							return
-						}
-						deadline := time.Now().Add(10 * time.Second) // against a hang only
-						for !p.readEnded.Load() && !peerClosed(p.Conn) && time.Now().Before(deadline) {
-							time.Sleep(time.Millisecond)
-						}
-						held = p.readEnded.Load() || peerClosed(p.Conn)
-					})
-				},
+		// Stream's request (its trace under streamTraceKey) goes through
+		// the own HTTP/1.1 reader, any other through net/http.
+		for _, own := range []bool{true, false} {
+			t.Run(tt.name+map[bool]string{true: " (own reader)", false: " (net/http)"}[own], func(t *testing.T) {
+				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					_, _ = io.WriteString(w, "ok")
+				}))
+				l := &closeFirst{Listener: srv.Listener, n: tt.closed}
+				srv.Listener = l
+				srv.Start()
+				defer srv.Close()
+				c, err := New(Config{BaseURL: srv.URL, NoStaleRetry: !tt.retry}, nameWire{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				var once sync.Once
+				var held bool
+				trace := &httptrace.ClientTrace{
+					// Runs after the transport's own GotConn, before the
+					// write; only the first connection is held.
+					GotConn: func(info httptrace.GotConnInfo) {
+						once.Do(func() {
+							p := poolConnOf(info.Conn)
+							if p == nil {
+								return
+							}
+							deadline := time.Now().Add(10 * time.Second) // against a hang only
+							for !p.readEnded.Load() && !peerClosed(p.Conn) && time.Now().Before(deadline) {
+								time.Sleep(time.Millisecond)
+							}
+							held = p.readEnded.Load() || peerClosed(p.Conn)
+						})
+					},
+				}
+				ctx := httptrace.WithClientTrace(t.Context(), trace)
+				if own {
+					ctx = withStreamTrace(t.Context(), trace)
+				}
+				var retries atomic.Int32
+				ctx = withStaleCounter(ctx, &retries)
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{"x":1}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := c.http.Do(req)
+				if err == nil {
+					_ = resp.Body.Close()
+				}
+				if !held {
+					t.Fatal("the client never saw the server's close")
+				}
+				switch {
+				case tt.class == "" && err != nil:
+					t.Fatalf("resend: %v", err)
+				case tt.class != "" && err == nil:
+					t.Fatalf("success, want %s", tt.class)
+				case tt.class != "":
+					e := c.classify(context.Background(), err, "send request")
+					if e.Class != tt.class || !strings.Contains(e.Message, tt.message) {
+						t.Fatalf("%s %q, want %s containing %q", e.Class, e.Message, tt.class, tt.message)
+					}
+					if tt.class == measure.ClassStaleConnection && !errors.Is(err, ErrStaleConnection) {
+						t.Errorf("%v is not ErrStaleConnection", err)
+					}
+				}
+				if retries.Load() != tt.retries || l.accepted.Load() != tt.conns {
+					t.Errorf("stale retries %d, connections %d; want %d and %d", retries.Load(), l.accepted.Load(), tt.retries, tt.conns)
+				}
 			})
-			var retries atomic.Int32
-			ctx = withStaleCounter(ctx, &retries)
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{"x":1}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := c.http.Do(req)
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-			if !held {
-				t.Fatal("the client never saw the server's close")
-			}
-			switch {
-			case tt.class == "" && err != nil:
-				t.Fatalf("resend: %v", err)
-			case tt.class != "" && err == nil:
-				t.Fatalf("success, want %s", tt.class)
-			case tt.class != "":
-				e := c.classify(context.Background(), err, "send request")
-				if e.Class != tt.class || !strings.Contains(e.Message, tt.message) {
-					t.Fatalf("%s %q, want %s containing %q", e.Class, e.Message, tt.class, tt.message)
-				}
-				if tt.class == measure.ClassStaleConnection && !errors.Is(err, ErrStaleConnection) {
-					t.Errorf("%v is not ErrStaleConnection", err)
-				}
-			}
-			if retries.Load() != tt.retries || l.accepted.Load() != tt.conns {
-				t.Errorf("stale retries %d, connections %d; want %d and %d", retries.Load(), l.accepted.Load(), tt.retries, tt.conns)
-			}
-		})
+		}
 	}
 }

@@ -92,23 +92,41 @@ func withStaleCounter(ctx context.Context, n *atomic.Int32) context.Context {
 }
 
 // retryTransport retries a stale-connection failure once on fresh, and
-// applies the server's Keep-Alive hints to pooled connections.
+// applies the server's Keep-Alive hints to pooled connections. It sends
+// what h1 handles through h1 (nil: everything through net/http), the
+// rest through net/http.
 type retryTransport struct {
 	pooled *http.Transport
 	fresh  *http.Transport // keep-alives off: a connection that cannot be stale
+	h1     *h1Transport
 	retry  bool
 }
 
-func newRetryTransport(pooled *http.Transport, retry bool) *retryTransport {
+func newRetryTransport(pooled *http.Transport, h1 *h1Transport, retry bool) *retryTransport {
 	fresh := pooled.Clone()
 	fresh.DisableKeepAlives = true
 	fresh.MaxIdleConns, fresh.MaxIdleConnsPerHost = 0, 0
-	return &retryTransport{pooled: pooled, fresh: fresh, retry: retry}
+	return &retryTransport{pooled: pooled, fresh: fresh, h1: h1, retry: retry}
 }
 
 func (t *retryTransport) CloseIdleConnections() {
 	t.pooled.CloseIdleConnections()
 	t.fresh.CloseIdleConnections()
+	if t.h1 != nil {
+		t.h1.CloseIdleConnections()
+	}
+}
+
+// send is one attempt of req: on a pooled connection, or on a fresh one
+// closed after the response.
+func (t *retryTransport) send(req *http.Request, h1, fresh bool) (*http.Response, error) {
+	switch {
+	case h1:
+		return t.h1.roundTrip(req, fresh)
+	case fresh:
+		return t.fresh.RoundTrip(req)
+	}
+	return t.pooled.RoundTrip(req)
 }
 
 // streamTraceKey carries the trace of a request Stream sends. The retry
@@ -122,6 +140,7 @@ func withStreamTrace(ctx context.Context, tr *httptrace.ClientTrace) context.Con
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	h1 := t.h1 != nil && t.h1.handles(req, t.pooled.Proxy)
 	var reused, gotByte atomic.Bool
 	var pc atomic.Pointer[poolConn]
 	inner, _ := req.Context().Value(streamTraceKey{}).(*httptrace.ClientTrace)
@@ -148,7 +167,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			innerGotByte()
 		}
 	}
-	resp, err := t.pooled.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), own)))
+	resp, err := t.send(req.WithContext(httptrace.WithClientTrace(req.Context(), own)), h1, false)
 	if err == nil {
 		if p := pc.Load(); p != nil {
 			p.responded(resp.Header)
@@ -199,7 +218,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n, ok := req.Context().Value(staleCounterKey{}).(*atomic.Int32); ok {
 		n.Add(1)
 	}
-	resp, rerr := t.fresh.RoundTrip(r2)
+	resp, rerr := t.send(r2, h1, true)
 	if rerr != nil {
 		return nil, &staleError{why: why, first: err, retry: rerr}
 	}
@@ -388,10 +407,11 @@ func (b *hintBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close applies the hints first: h1Body's Close hands the connection to
+// the pool, where the next request must find them applied.
 func (b *hintBody) Close() error {
-	err := b.ReadCloser.Close()
 	if b.done.CompareAndSwap(false, true) {
 		b.conn.released()
 	}
-	return err
+	return b.ReadCloser.Close()
 }
