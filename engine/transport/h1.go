@@ -199,6 +199,14 @@ func (t *h1Transport) conn(ctx context.Context, addr string, fresh bool, trace *
 				c.close() // the server's Keep-Alive hints retired it while idle
 				continue
 			}
+			if unreadBytes(c.nc) > 0 {
+				// The server sent bytes while it was idle, answering no
+				// request: read next, they would pass for the next
+				// request's response. net/http's read loop closes such a
+				// connection; so does this.
+				c.close()
+				continue
+			}
 			if trace != nil && trace.GotConn != nil {
 				trace.GotConn(httptrace.GotConnInfo{Conn: c.nc, Reused: true, WasIdle: true, IdleTime: time.Since(c.idleAt)})
 			}

@@ -349,3 +349,74 @@ func TestH1ContextEndsAParkedRead(t *testing.T) {
 		})
 	}
 }
+
+// Bytes a server sends on an idle connection answer no request: the next
+// request must not read them as its response. net/http's read loop, parked
+// on every idle connection, closes such a one; the own reader has no
+// reader on idle connections, so it looks at checkout and dials another.
+func TestH1UnsolicitedBytesOnAnIdleConnection(t *testing.T) {
+	const chunked = okHead + "Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n3\r\nx\n\n\r\n0\r\n\r\n"
+	const bogus = okHead + "Content-Type: text/event-stream\r\nContent-Length: 13\r\n\r\ndata: bogus\n\n"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int64
+	read, sent := make(chan struct{}), make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			first := conns.Add(1) == 1
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					if _, err := io.WriteString(c, chunked); err != nil {
+						return
+					}
+					if first {
+						first = false
+						<-read // the client has read the answer: the connection is idle
+						// On loopback the bytes are in the client's socket
+						// when the write returns.
+						_, _ = io.WriteString(c, bogus)
+						close(sent)
+					}
+				}
+			}()
+		}
+	}()
+	addr := ln.Addr().String()
+	c, err := New(Config{BaseURL: "http://" + addr}, nameWire{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 2 {
+		resp, err := c.http.Do(streamRequest(t, t.Context(), "http://"+addr+"/v1/chat/completions"))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || string(b) != "data: x\n\n" {
+			t.Fatalf("request %d: body %q, %v (want the answer to it, not the bytes sent on the idle connection)", i, b, err)
+		}
+		if i == 0 {
+			close(read)
+			<-sent
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the idle one that received bytes closed)", n)
+	}
+}

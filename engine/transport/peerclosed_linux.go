@@ -14,17 +14,8 @@ import (
 // it neither races the transport's read loop parked on the socket nor
 // takes a byte from it. It is false when the state cannot be read.
 func peerClosed(c net.Conn) bool {
-	var raw syscall.RawConn
-	switch t := c.(type) {
-	case *tsConn:
-		raw = t.raw
-	case syscall.Conn:
-		r, err := t.SyscallConn()
-		if err != nil {
-			return false
-		}
-		raw = r
-	default:
+	raw := rawConnOf(c)
+	if raw == nil {
 		return false
 	}
 	var state uint8
@@ -38,6 +29,44 @@ func peerClosed(c net.Conn) bool {
 		return false
 	}
 	return state == tcpCloseWait || state == tcpClose
+}
+
+// unreadBytes is how many received bytes wait unread in c's socket
+// (SIOCINQ): on an idle connection, bytes no request asked for. net/http's
+// read loop, parked on every idle connection, closes one that receives
+// any ("Unsolicited response received on idle HTTP channel"); h1.go's idle
+// connections have no reader, so it looks at checkout. 0 when it cannot
+// be read.
+func unreadBytes(c net.Conn) int {
+	raw := rawConnOf(c)
+	if raw == nil {
+		return 0
+	}
+	n := 0
+	if err := raw.Control(func(fd uintptr) {
+		if v, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ); err == nil {
+			n = v
+		}
+	}); err != nil {
+		return 0
+	}
+	return n
+}
+
+// rawConnOf is c's socket, through the timestamping conn or any conn that
+// exposes it; nil when there is none.
+func rawConnOf(c net.Conn) syscall.RawConn {
+	switch t := c.(type) {
+	case *poolConn:
+		return rawConnOf(t.Conn)
+	case *tsConn:
+		return t.raw
+	case syscall.Conn:
+		if r, err := t.SyscallConn(); err == nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // TCP states (include/net/tcp_states.h): CLOSE_WAIT, the server's FIN
