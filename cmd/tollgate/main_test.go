@@ -178,14 +178,35 @@ type result struct {
 	stdout, stderr string
 }
 
+// tollgate runs the CLI with args on the binary binFor picks.
 func tollgate(t *testing.T, args ...string) result {
 	t.Helper()
-	// A run of an example whose gates judge speed goes to the binary without
-	// the race detector: the detector would be what they measure.
-	if len(args) > 1 && args[0] == "run" && timed[filepath.Base(args[1])] {
-		return runBin(t, perfBin, args...)
+	return runBin(t, binFor(args...), args...)
+}
+
+// binFor picks the binary for a command line: bin, with the race detector
+// when the tests have it, where the CLI's own goroutines run beside the
+// engine's (a run streaming --samples-out or pushing --remote-write, and
+// serve; the signal, output and remote-write tests exec bin themselves),
+// perfBin for the rest. The engine's goroutines are race-tested in-process
+// (package engine runs every example's shape and every kind, engine/live
+// each executor, under -race) and the offline commands start none: on bin
+// they cost some 14 s of this package's CPU (135 → 121 s) for nothing the
+// detector could see that those do not. A run of an example whose gates
+// judge speed is on perfBin in any case: the detector would be what they
+// measure.
+func binFor(args ...string) string {
+	if len(args) == 0 || args[0] == "serve" {
+		return bin
 	}
-	return runBin(t, bin, args...)
+	if args[0] == "run" && !(len(args) > 1 && timed[filepath.Base(args[1])]) {
+		for _, a := range args {
+			if f, _, _ := strings.Cut(a, "="); f == "--samples-out" || f == "--remote-write" {
+				return bin
+			}
+		}
+	}
+	return perfBin
 }
 
 func runBin(t *testing.T, bin string, args ...string) result {
