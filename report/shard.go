@@ -57,9 +57,14 @@ type Window struct {
 	// FirstSend and LastSend are the first and last request written;
 	// Sent counts requests written (achieved_rate_per_s is over them).
 	Sent int `json:"sent"`
-	// E2ESumMS is Σ e2e over every request, failed ones included
-	// (achieved_concurrency = E2ESumMS / 1000 / duration_s).
+	// E2ESumMS is Σ e2e over every request, failed ones included.
 	E2ESumMS float64 `json:"e2e_sum_ms"`
+	// FirstStart is the earliest send timestamp, where a request's e2e
+	// begins (before its connection is set up, so before FirstSend):
+	// achieved_concurrency = E2ESumMS / 1000 / (LastEnd − FirstStart), the
+	// span every e2e lies in, so it never exceeds the most in flight.
+	// Zero in reports from before it was kept: FirstSend stands in.
+	FirstStart time.Time `json:"first_start,omitzero"`
 }
 
 // ShardPhase is one shard's own figures of a merged phase: its load points

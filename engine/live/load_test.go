@@ -67,7 +67,11 @@ phases:
 				t.Errorf("closed loop dispatch_lag_ms %+v, want none", lp.DispatchLagMS)
 			}
 			if lp.AchievedConcurrency == nil || *lp.AchievedConcurrency > float64(c)+0.01 {
-				t.Errorf("achieved concurrency %v > %d", lp.AchievedConcurrency, c)
+				var got any
+				if lp.AchievedConcurrency != nil {
+					got = *lp.AchievedConcurrency
+				}
+				t.Errorf("achieved concurrency %v > %d", got, c)
 			}
 		})
 	}

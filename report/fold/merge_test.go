@@ -299,3 +299,64 @@ func TestMergeKeepsAShardsFindings(t *testing.T) {
 		t.Errorf("one shard: invalid %+v", one.Invalid)
 	}
 }
+
+// achieved_concurrency is the mean in flight over the span the e2e times
+// lie in: two workers whose first requests each spend 100 ms connecting
+// (in their e2e, before the first write that starts duration_s) are at
+// most 2 in flight, and the figure says at most 2, in one report and
+// merged from shards, including a shard report from before first_start.
+func TestAchievedConcurrencyNeverExceedsTheMostInFlight(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	sample := func(e2e float64) *report.RequestSample {
+		return &report.RequestSample{OK: true, RequestMetrics: report.RequestMetrics{E2EMS: e2e}}
+	}
+	// Two workers, back to back: 0–200 (100 of it connecting), 200–300,
+	// 300–400 each.
+	var reqs []Request
+	for range 2 {
+		reqs = append(reqs,
+			Request{Sample: sample(200), Scheduled: ms(0), Start: ms(0), Written: ms(100), End: ms(200)},
+			Request{Sample: sample(100), Scheduled: ms(200), Start: ms(200), Written: ms(200), End: ms(300)},
+			Request{Sample: sample(100), Scheduled: ms(300), Start: ms(300), Written: ms(300), End: ms(400)})
+	}
+	one := NewPoint(Options{}, nil)
+	for _, r := range reqs {
+		one.Add(r)
+	}
+	lp := one.Close(true)
+	if lp.AchievedConcurrency == nil || *lp.AchievedConcurrency != 2 {
+		t.Errorf("achieved_concurrency %v, want 2 (800 ms in flight over 400 ms)", ptrVal(lp.AchievedConcurrency))
+	}
+	if lp.DurationS != 0.3 {
+		t.Errorf("duration_s %v, want 0.3 (first write to last completion)", lp.DurationS)
+	}
+	// The same six requests from two shard reports: one with first_start,
+	// one from before it was kept (its first_send stands in).
+	a, b := NewPoint(Options{Histograms: true}, nil), NewPoint(Options{Histograms: true}, nil)
+	for i, r := range reqs {
+		if i < 3 {
+			a.Add(r)
+		} else {
+			b.Add(r)
+		}
+	}
+	old := b.Close(true)
+	old.Window.FirstStart = time.Time{}
+	merged := NewPoint(Options{Histograms: true}, nil)
+	for _, sh := range []*report.LoadPoint{a.Close(true), old} {
+		if err := merged.Merge(sh, "shard"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := merged.Close(true).AchievedConcurrency; got == nil || *got != 2 {
+		t.Errorf("merged achieved_concurrency %v, want 2", ptrVal(got))
+	}
+}
+
+func ptrVal(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -197,7 +197,7 @@ func newCatalog() (*catalog, error) {
 	c.throughput = fam("request_throughput_per_second", "", levelSlice, "Load point: requests completed per second.")
 	c.outputTokens = fam("output_tokens_per_second", "", levelSlice, "Load point: completion tokens per second.")
 	c.totalTokens = fam("total_tokens_per_second", "", levelSlice, "Load point: prompt + completion tokens per second.")
-	c.achievedConcurrency = fam("achieved_concurrency", "", levelSlice, "Load point: Σ e2e ÷ duration, the mean number in flight.")
+	c.achievedConcurrency = fam("achieved_concurrency", "", levelSlice, "Load point: Σ e2e ÷ (last completion − first send timestamp), the mean number in flight.")
 	c.peakInFlight = fam("peak_in_flight", "", levelSlice, "Load point: the most requests in flight at once.")
 	c.goodput = fam("goodput_ratio", "", levelSlice, "Load point: the fraction of requests that met every SLO limit (attained_pct ÷ 100).")
 	c.pointDuration = fam("point_duration_seconds", "seconds", levelSlice, "Load point: first write → last completion.")
