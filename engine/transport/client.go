@@ -703,10 +703,6 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 		return
 	}
 
-	bufp := c.bufs.Get().(*[]byte)
-	defer c.bufs.Put(bufp)
-	buf := *bufp
-
 	// The idle clock runs from the last token event: pings, comments and
 	// empty or role-only deltas are no progress and must not keep a stalled
 	// generation alive.
@@ -732,32 +728,31 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 		return nil
 	}
 	var last time.Duration
-	for {
-		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			if c.lateRead != nil {
-				c.lateRead(buf[:n])
-			}
-			// Timestamp before parsing: arrival time, not parse time.
-			last = arrival(conn.Load(), start, last, &tl.ArrivalClock)
-			res.BytesReceived += int64(n)
-			if err := parser.Feed(buf[:n], last, emit); err != nil {
-				streamErr = err
-				break
-			}
+	// Each read's bytes are parsed where they were read: the own reader
+	// hands them over from inside its socket read (tsConn.readEach).
+	rerr := readEach(resp.Body, &c.bufs, func(p []byte) error {
+		if c.lateRead != nil {
+			c.lateRead(p)
 		}
-		if rerr == io.EOF {
-			if err := parser.Flush(last, emit); err != nil {
-				streamErr = err
-			}
-			break
+		// Timestamp before parsing: arrival time, not parse time.
+		last = arrival(conn.Load(), start, last, &tl.ArrivalClock)
+		res.BytesReceived += int64(len(p))
+		if err := parser.Feed(p, last, emit); err != nil {
+			streamErr = err
+			return err
 		}
-		if rerr != nil {
-			res.Err = c.classify(ctx, rerr, "read stream")
-			if res.Err.Class == measure.ClassTimeoutIdle {
-				res.Err.Message += fmt.Sprintf(" (%d events and %d comments since it)", sinceToken, parser.Comments()-commentsAtToken)
-			}
-			break
+		return nil
+	})
+	switch {
+	case streamErr != nil:
+	case rerr == nil:
+		if err := parser.Flush(last, emit); err != nil {
+			streamErr = err
+		}
+	default:
+		res.Err = c.classify(ctx, rerr, "read stream")
+		if res.Err.Class == measure.ClassTimeoutIdle {
+			res.Err.Message += fmt.Sprintf(" (%d events and %d comments since it)", sinceToken, parser.Comments()-commentsAtToken)
 		}
 	}
 	tl.End = time.Since(start)

@@ -572,38 +572,112 @@ func (b *h1Body) Read(p []byte) (int, error) {
 			q = p[:min(int64(len(p)), b.left)]
 		}
 		n, err := b.c.read(q)
-		switch b.mode {
-		case bodyLength:
-			b.left -= int64(n)
-			b.done = b.left == 0
-			if !b.done && errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-		case bodyChunked:
-			m, rest, done, derr := b.ch.decode(q[:n])
-			if done && rest < n {
-				b.close = true // bytes after the body (end looks at those not read yet)
-			}
-			n, b.done = m, done
-			if derr != nil {
-				err = derr
-			} else if !done && errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-		case bodyToClose:
-			if errors.Is(err, io.EOF) {
-				b.done, err = true, nil
-			}
+		n, err = b.took(q, n, err)
+		if b.err != nil {
+			b.end(false)
 		}
 		if err != nil {
-			b.err = err
-			b.end(false)
+			return 0, err
 		}
 		if n > 0 {
 			return n, nil
 		}
 		// Framing alone, or the end: read on, or say it.
 	}
+}
+
+// took makes the body of q[:n], bytes read from the connection with err:
+// the framing decoded in place (the body's bytes are q[:m]), the end
+// noted, and an error kept for every later read (the caller then closes
+// the connection: not inside readEach's read, whose Close would wait for
+// it).
+func (b *h1Body) took(q []byte, n int, err error) (m int, _ error) {
+	switch b.mode {
+	case bodyLength:
+		b.left -= int64(n)
+		b.done = b.left == 0
+		if !b.done && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+	case bodyChunked:
+		m, rest, done, derr := b.ch.decode(q[:n])
+		if done && rest < n {
+			b.close = true // bytes after the body (end looks at those not read yet)
+		}
+		n, b.done = m, done
+		if derr != nil {
+			err = derr
+		} else if !done && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+	case bodyToClose:
+		if errors.Is(err, io.EOF) {
+			b.done, err = true, nil
+		}
+	}
+	if err != nil {
+		b.err = err
+		if n == 0 {
+			return 0, err
+		}
+		// The bytes before the error first; the next read says it.
+	}
+	return n, nil
+}
+
+// readEach hands fn the body's bytes read by read, until the body's end
+// (nil) or an error, fn's included. Chunked and read-to-close bodies are
+// read from the socket with readEach, where the connection has it (see
+// tsConn.readEach); the bytes that came with the head, and bodies of a
+// length, through Read.
+func (b *h1Body) readEach(bufs *sync.Pool, fn func(p []byte) error) error {
+	pc := b.c.pc
+	if b.mode == bodyLength || pc == nil || !pc.canReadEach() {
+		return readLoop(b, bufs, fn)
+	}
+	if len(b.c.rest) > 0 {
+		bp := bufs.Get().(*[]byte)
+		for len(b.c.rest) > 0 && !b.done && b.err == nil {
+			n, err := b.Read(*bp)
+			if n > 0 {
+				if ferr := fn((*bp)[:n]); ferr != nil {
+					bufs.Put(bp)
+					return ferr
+				}
+			}
+			if err != nil && err != io.EOF {
+				bufs.Put(bp)
+				return err
+			}
+		}
+		bufs.Put(bp)
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if b.done {
+		return nil
+	}
+	var ferr error
+	err := pc.readEach(bufs, func(p []byte) bool {
+		n, _ := b.took(p, len(p), nil)
+		if n > 0 {
+			if ferr = fn(p[:n]); ferr != nil {
+				return false
+			}
+		}
+		return !b.done && b.err == nil
+	})
+	if err != nil {
+		_, _ = b.took(nil, 0, err)
+	}
+	if b.err != nil {
+		b.end(false)
+	}
+	if ferr != nil {
+		return ferr
+	}
+	return b.err
 }
 
 // end hands the connection back (reuse) or closes it, once.

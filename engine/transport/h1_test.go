@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,6 +85,57 @@ func readScript(raw []byte, piece, readBytes int) h1Read {
 	return out
 }
 
+// readSocket is readScript over a loopback TCP connection (a tsConn,
+// where the platform has one): the server writes raw in writes of piece
+// bytes, a moment apart, and closes; the body is read with readEach from
+// a pool of readBytes buffers.
+func readSocket(t *testing.T, raw []byte, piece, readBytes int) h1Read {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		for rest := raw; len(rest) > 0; {
+			n := min(piece, len(rest))
+			if _, err := s.Write(rest[:n]); err != nil {
+				return
+			}
+			rest = rest[n:]
+			time.Sleep(20 * time.Microsecond)
+		}
+	}()
+	nc, err := kernelTimestampDialer((&net.Dialer{}).DialContext)(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := &poolConn{Conn: nc}
+	tr := newH1Transport(nil, 4)
+	c := &h1Conn{t: tr, nc: pc, pc: pc, addr: "x:80"}
+	h, err := c.readHead(nil)
+	if err != nil {
+		_ = nc.Close()
+		return h1Read{err: err}
+	}
+	b := c.body(h, func() bool { return true })
+	bufs := sync.Pool{New: func() any { b := make([]byte, readBytes); return &b }}
+	out := h1Read{head: h}
+	out.err = b.readEach(&bufs, func(p []byte) error {
+		out.body = append(out.body, p...)
+		return nil
+	})
+	_ = b.Close()
+	out.pooled = len(tr.idle) == 1
+	_ = nc.Close()
+	return out
+}
+
 const okHead = "HTTP/1.1 200 OK\r\n"
 
 // What the reader makes of responses, whatever size the reads of the
@@ -151,6 +203,14 @@ func TestH1Response(t *testing.T) {
 				for _, readBytes := range []int{1, 5, 4 << 10} {
 					got := readScript([]byte(tt.raw), piece, readBytes)
 					at := fmt.Sprintf("reads of %d, buffer %d", piece, readBytes)
+					if piece == 7 && readBytes == 1 && len(tt.raw) < 4<<10 {
+						// Over a loopback socket, the body through readEach.
+						got = readSocket(t, []byte(tt.raw), piece, 5)
+						at = "over a socket in writes of 7, readEach's buffer 5"
+					} else if piece == 1<<30 && readBytes == 1 {
+						got = readSocket(t, []byte(tt.raw), piece, 4<<10)
+						at = "over a socket in one write, readEach's buffer 4096"
+					}
 					if tt.err != nil {
 						if !errors.Is(got.err, tt.err) {
 							t.Fatalf("%s: error %v, want %v", at, got.err, tt.err)

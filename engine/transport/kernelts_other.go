@@ -5,6 +5,7 @@ package transport
 import (
 	"context"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -17,3 +18,19 @@ func kernelTimestampDialer(dial func(ctx context.Context, network, addr string) 
 type tsConn struct{ net.Conn }
 
 func (c *tsConn) lastReceive() (time.Time, bool) { return time.Time{}, false }
+
+// readEach is Read in a loop here: without recvmsg there is nothing to
+// save (see the Linux one).
+func (c *tsConn) readEach(bufs *sync.Pool, fn func(p []byte) (more bool)) error {
+	bp := bufs.Get().(*[]byte)
+	defer bufs.Put(bp)
+	for {
+		n, err := c.Read(*bp)
+		if n > 0 && !fn((*bp)[:n]) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
