@@ -128,41 +128,17 @@ func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 		return Progress{Phase: phase, Point: s.label, Done: out.ran, Total: s.total, InFlight: inflight, Errors: s.pt.Errors(),
 			Elapsed: time.Since(started), TTFTP50MS: ttftP50(s.pt.Slice)}
 	})
-	out.res = r.send.execute(pctx, s.plan, func(_ context.Context, i int, scheduled, sent time.Time) {
-		req, ok := s.request(i)
-		if !ok {
-			return
-		}
-		if s.index != nil {
-			i = s.index(i)
-		}
-		var connected atomic.Bool
-		req.Connected = func() {
-			if connected.Swap(true) {
-				return
-			}
-			mu.Lock()
-			held++
-			peakHeld = max(peakHeld, held)
-			mu.Unlock()
-		}
-		mu.Lock()
-		inflight++
-		if out.first.IsZero() {
-			out.first = scheduled
-		}
-		measured := s.warmup == 0 || !sent.Before(out.first.Add(s.warmup))
-		k := len(out.recs)
-		if s.watch != nil {
-			out.recs = append(out.recs, record{scheduled: scheduled, sent: sent})
-		}
-		mu.Unlock()
-		res, retries := r.stream(jobCtx, req)
-		end := time.Now()
+	// settle is a job's bookkeeping once its request ended, in a frame of
+	// its own (too large to inline): its temporaries (an entry, a sample,
+	// a done, each with a Result in it) would otherwise sit in the job's
+	// frame, on the stack of every request in flight, and push each
+	// stream's goroutine from an 8 KB stack to 16 KB.
+	settle := func(i int, scheduled, sent, end time.Time, measured bool, k int, connected bool, resp *measure.Result, retries int) {
+		res := *resp
 		mu.Lock()
 		defer mu.Unlock()
 		inflight--
-		if connected.Load() {
+		if connected {
 			held--
 		}
 		out.ran++
@@ -202,6 +178,40 @@ func (r *runner) drive(ctx context.Context, phase string, s point) driven {
 		if err := s.recorded(done{i: i, out: res, sample: smp, scheduled: scheduled, sent: sent, end: end, written: written}, spent); err != nil {
 			stop(err)
 		}
+	}
+	out.res = r.send.execute(pctx, s.plan, func(_ context.Context, i int, scheduled, sent time.Time) {
+		// On the heap, not in this frame (runner.streamInto).
+		req, res := new(measure.Request), new(measure.Result)
+		var ok bool
+		if *req, ok = s.request(i); !ok {
+			return
+		}
+		if s.index != nil {
+			i = s.index(i)
+		}
+		var connected atomic.Bool
+		req.Connected = func() {
+			if connected.Swap(true) {
+				return
+			}
+			mu.Lock()
+			held++
+			peakHeld = max(peakHeld, held)
+			mu.Unlock()
+		}
+		mu.Lock()
+		inflight++
+		if out.first.IsZero() {
+			out.first = scheduled
+		}
+		measured := s.warmup == 0 || !sent.Before(out.first.Add(s.warmup))
+		k := len(out.recs)
+		if s.watch != nil {
+			out.recs = append(out.recs, record{scheduled: scheduled, sent: sent})
+		}
+		mu.Unlock()
+		retries := r.streamInto(jobCtx, req, res)
+		settle(i, scheduled, sent, time.Now(), measured, k, connected.Load(), res, retries)
 	})
 	cancel()
 	cancelJobs()

@@ -94,7 +94,12 @@ type shapeSender struct {
 // 1-token answer has no decode interval, a non-streamed one no first
 // token, a tool call no answer content), so the presence rules are the
 // client's own.
-func (s *shapeSender) stream(_ context.Context, req measure.Request) measure.Result {
+func (s *shapeSender) stream(_ context.Context, req *measure.Request, out *measure.Result) {
+	*out = s.result(*req)
+}
+
+// result is the shape's answer to req.
+func (s *shapeSender) result(req measure.Request) measure.Result {
 	one, f := 1, 1.0
 	completion := max(req.MaxTokens, 2)
 	if req.MaxTokens == 1 {

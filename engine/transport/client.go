@@ -546,6 +546,15 @@ func (c *Client) Stream(ctx context.Context, req measure.Request) (measure.Resul
 	return *res, nil
 }
 
+// StreamInto is Stream writing the result to *res (all of it), with no
+// Request or Result copied into the caller's frames: a load phase's job
+// calls it, and every frame above a parked read is on the stack of each
+// request in flight (engine/live's runner.streamInto).
+func (c *Client) StreamInto(ctx context.Context, req *measure.Request, res *measure.Result) {
+	*res = measure.Result{}
+	c.stream(ctx, req, res)
+}
+
 func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.Result) {
 	path, body, err := c.wire.Body(*req, c.cfg.ExtraBody)
 	if err != nil {
@@ -670,26 +679,8 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 		derive(res, tl)
 	}
 
-	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		noBody()
-		msg := fmt.Sprintf("HTTP %d %s: redirect to %s not followed", resp.StatusCode, http.StatusText(resp.StatusCode), safeLocation(resp))
-		if c.cfg.FollowRedirects != FollowSameOrigin {
-			msg += " (follow_redirects: same_origin follows a 307/308 to the same origin)"
-		}
-		res.Err = c.fail(measure.ClassRedirect, resp.StatusCode, msg, nil)
-		return
-	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+secretSlack))
-		res.BytesReceived = int64(len(snip))
-		// No token figures for a refused request: only what was measured.
-		noBody()
-		msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-		if s := strings.TrimSpace(c.excerpt(snip, errorSnippetBytes)); s != "" {
-			msg += ": " + s
-		}
-		res.Err = c.fail(measure.ClassHTTPStatus, resp.StatusCode, msg, nil)
-		res.Err.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		c.refused(resp, res, noBody)
 		return
 	}
 
@@ -780,6 +771,33 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 		}
 		res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
 	}
+}
+
+// refused fills res for an answer that is not a 2xx, noBody marking the
+// request as one without a body; a frame of its own, so its temporaries
+// stay off the stack of every open stream.
+//
+//go:noinline
+func (c *Client) refused(resp *http.Response, res *measure.Result, noBody func()) {
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		noBody()
+		msg := fmt.Sprintf("HTTP %d %s: redirect to %s not followed", resp.StatusCode, http.StatusText(resp.StatusCode), safeLocation(resp))
+		if c.cfg.FollowRedirects != FollowSameOrigin {
+			msg += " (follow_redirects: same_origin follows a 307/308 to the same origin)"
+		}
+		res.Err = c.fail(measure.ClassRedirect, resp.StatusCode, msg, nil)
+		return
+	}
+	snip, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippetBytes+secretSlack))
+	res.BytesReceived = int64(len(snip))
+	// No token figures for a refused request: only what was measured.
+	noBody()
+	msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if s := strings.TrimSpace(c.excerpt(snip, errorSnippetBytes)); s != "" {
+		msg += ": " + s
+	}
+	res.Err = c.fail(measure.ClassHTTPStatus, resp.StatusCode, msg, nil)
+	res.Err.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 }
 
 // derive fills res.Metrics from tl in a frame of its own: a temporary
