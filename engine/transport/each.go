@@ -50,19 +50,3 @@ func (b *hintBody) readEach(bufs *sync.Pool, fn func(p []byte) error) error {
 	}
 	return err
 }
-
-// canReadEach reports whether readEach reads the socket itself.
-func (p *poolConn) canReadEach() bool {
-	_, ok := p.Conn.(*tsConn)
-	return ok
-}
-
-// readEach is tsConn.readEach (canReadEach), noting the end of reading as
-// Read does.
-func (p *poolConn) readEach(bufs *sync.Pool, fn func(p []byte) (more bool)) error {
-	err := p.Conn.(*tsConn).readEach(bufs, fn)
-	if err != nil {
-		p.readEnded.Store(true)
-	}
-	return err
-}

@@ -628,48 +628,35 @@ func (b *h1Body) took(q []byte, n int, err error) (m int, _ error) {
 // readEach hands fn the body's bytes read by read, until the body's end
 // (nil) or an error, fn's included. Chunked and read-to-close bodies are
 // read from the socket with readEach, where the connection has it (see
-// tsConn.readEach); the bytes that came with the head, and bodies of a
-// length, through Read.
+// tsConn.readEach), after the bytes that came with the head; bodies of a
+// length through Read.
 func (b *h1Body) readEach(bufs *sync.Pool, fn func(p []byte) error) error {
 	pc := b.c.pc
 	if b.mode == bodyLength || pc == nil || !pc.canReadEach() {
 		return readLoop(b, bufs, fn)
 	}
-	if len(b.c.rest) > 0 {
-		bp := bufs.Get().(*[]byte)
-		for len(b.c.rest) > 0 && !b.done && b.err == nil {
-			n, err := b.Read(*bp)
+	var ferr error
+	if q := b.c.rest; len(q) > 0 {
+		// The bytes that came with the head, decoded in the head's buffer.
+		b.c.rest = nil
+		if n, _ := b.took(q, len(q), nil); n > 0 {
+			ferr = fn(q[:n])
+		}
+		b.c.dropBuf()
+	}
+	if ferr == nil && b.err == nil && !b.done {
+		err := pc.readEach(bufs, func(p []byte) bool {
+			n, _ := b.took(p, len(p), nil)
 			if n > 0 {
-				if ferr := fn((*bp)[:n]); ferr != nil {
-					bufs.Put(bp)
-					return ferr
+				if ferr = fn(p[:n]); ferr != nil {
+					return false
 				}
 			}
-			if err != nil && err != io.EOF {
-				bufs.Put(bp)
-				return err
-			}
+			return !b.done && b.err == nil
+		})
+		if err != nil {
+			_, _ = b.took(nil, 0, err)
 		}
-		bufs.Put(bp)
-	}
-	if b.err != nil {
-		return b.err
-	}
-	if b.done {
-		return nil
-	}
-	var ferr error
-	err := pc.readEach(bufs, func(p []byte) bool {
-		n, _ := b.took(p, len(p), nil)
-		if n > 0 {
-			if ferr = fn(p[:n]); ferr != nil {
-				return false
-			}
-		}
-		return !b.done && b.err == nil
-	})
-	if err != nil {
-		_, _ = b.took(nil, 0, err)
 	}
 	if b.err != nil {
 		b.end(false)

@@ -146,6 +146,22 @@ func (c *tsConn) readEach(bufs *sync.Pool, fn func(p []byte) (more bool)) error 
 	return io.EOF
 }
 
+// canReadEach reports whether readEach reads the socket itself.
+func (p *poolConn) canReadEach() bool {
+	_, ok := p.Conn.(*tsConn)
+	return ok
+}
+
+// readEach is tsConn.readEach (canReadEach), noting the end of reading as
+// Read does.
+func (p *poolConn) readEach(bufs *sync.Pool, fn func(p []byte) (more bool)) error {
+	err := p.Conn.(*tsConn).readEach(bufs, fn)
+	if err != nil {
+		p.readEnded.Store(true)
+	}
+	return err
+}
+
 // recvmsg reads the socket fd into iov once, retrying EINTR.
 func (c *tsConn) recvmsg(fd uintptr) (int, syscall.Errno) {
 	for {

@@ -4,6 +4,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -19,18 +20,8 @@ type tsConn struct{ net.Conn }
 
 func (c *tsConn) lastReceive() (time.Time, bool) { return time.Time{}, false }
 
-// readEach is Read in a loop here: without recvmsg there is nothing to
-// save (see the Linux one).
-func (c *tsConn) readEach(bufs *sync.Pool, fn func(p []byte) (more bool)) error {
-	bp := bufs.Get().(*[]byte)
-	defer bufs.Put(bp)
-	for {
-		n, err := c.Read(*bp)
-		if n > 0 && !fn((*bp)[:n]) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
+// Without recvmsg there is no socket read of its own to hand over:
+// bodies are read with Read (h1Body.readEach checks canReadEach).
+func (p *poolConn) canReadEach() bool { return false }
+
+func (p *poolConn) readEach(*sync.Pool, func([]byte) bool) error { return errors.ErrUnsupported }
