@@ -277,6 +277,15 @@ func fields(t reflect.Type) (map[string]fieldInfo, []string, []int) {
 }
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+	known, order, metaIdx := fields(v.Type())
+	var meta *Meta
+	if metaIdx != nil {
+		// Set even when the node is not a mapping, so a later check of the
+		// struct's (zero) values points at the node, where sorted folds it
+		// into the decoding error there.
+		meta = v.FieldByIndex(metaIdx).Addr().Interface().(*Meta)
+		meta.Pos = d.pos(n)
+	}
 	if n.Kind != yaml.MappingNode {
 		if n.ShortTag() == "!!null" {
 			return
@@ -284,11 +293,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		d.errorf(n, "%s: expected a mapping, got %s", orRoot(path), describe(n))
 		return
 	}
-	known, order, metaIdx := fields(v.Type())
-	var meta *Meta
-	if metaIdx != nil {
-		meta = v.FieldByIndex(metaIdx).Addr().Interface().(*Meta)
-		meta.Pos = d.pos(n)
+	if meta != nil {
 		meta.Keys = map[string]Pos{}
 		meta.Values = map[string]Pos{}
 	}
