@@ -178,7 +178,7 @@ func New(cfg Config, wire Wire) (*Client, error) {
 		tlsConf.RootCAs = pool
 	}
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	dial := dialer.DialContext
+	dial := literalDialer(dialer)
 	if !cfg.UserspaceClock {
 		dial = kernelTimestampDialer(dial)
 	}
@@ -556,88 +556,18 @@ func (c *Client) StreamInto(ctx context.Context, req *measure.Request, res *meas
 }
 
 func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.Result) {
-	path, body, err := c.wire.Body(*req, c.cfg.ExtraBody)
-	if err != nil {
-		res.Err = c.fail(measure.ClassProtocol, 0, err.Error(), err)
-		return
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-
-	acc := c.wire.NewStream(*req)
-	tl := acc.Timeline()
-	var staleRetries atomic.Int32
-	defer func() {
-		res.StaleConnectionRetries = int(staleRetries.Load())
-		res.TargetPromptTokens = req.TargetPromptTokens
-	}()
-	ctx = withStaleCounter(ctx, &staleRetries)
-	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
+	s := &sending{req: req}
+	defer s.settle(res)
+	acc, hreq, err := c.prepare(ctx, req, s)
 	if err != nil {
 		res.Err = c.fail(measure.ClassProtocol, 0, err.Error(), err)
 		return
 	}
-	var start time.Time
-	var firstByte time.Duration
-	// The trace hooks run on the transport's goroutines: conn is atomic.
-	var conn atomic.Pointer[tsConn]
-	var gotConn, wrote, headBegun atomic.Bool
-	var headerClock string // where the first byte's time came from (discarded)
-	// Connection and write times, as offsets from start in ns; the trace
-	// fires again for a stale-connection retry, so the last attempt wins.
-	var dialStart, dialDone, tlsStart, tlsDone, gotConnAt, headersAt, wroteAt atomic.Int64
-	since := func() int64 { return int64(time.Since(start)) }
-	// The retry transport installs the trace (withStreamTrace).
-	hreq = hreq.WithContext(withStreamTrace(ctx, &httptrace.ClientTrace{
-		ConnectStart:      func(string, string) { dialStart.Store(since()) },
-		ConnectDone:       func(string, string, error) { dialDone.Store(since()) },
-		TLSHandshakeStart: func() { tlsStart.Store(since()) },
-		TLSHandshakeDone:  func(tls.ConnectionState, error) { tlsDone.Store(since()) },
-		GotConn: func(info httptrace.GotConnInfo) {
-			if !gotConn.Swap(true) && req.Connected != nil {
-				req.Connected()
-			}
-			conn.Store(tsConnOf(info.Conn))
-			if info.Reused {
-				dialStart.Store(0)
-				dialDone.Store(0)
-				tlsStart.Store(0)
-				tlsDone.Store(0)
-			}
-			gotConnAt.Store(since())
-		},
-		// The headers go into the connection's write buffer as soon as
-		// it is obtained: the request's first byte is written then.
-		WroteHeaders: func() { headersAt.Store(max(since(), 1)) },
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err != nil {
-				return // not sent: the failure is of sending, not awaiting
-			}
-			wrote.Store(true)
-			wroteAt.Store(since())
-		},
-		GotFirstResponseByte: func() {
-			firstByte = arrival(conn.Load(), start, 0, &headerClock)
-			headBegun.Store(true)
-		},
-	}))
-	defer func() {
-		res.Start = start
-		if h := headersAt.Load(); h > 0 {
-			res.Written = start.Add(time.Duration(h))
-		}
-		if !gotConn.Load() {
-			return
-		}
-		c := time.Duration(dialDone.Load()-dialStart.Load()) + time.Duration(tlsDone.Load()-tlsStart.Load())
-		res.ConnectMS = ptr(durMs(max(c, 0)))
-		if w := wroteAt.Load(); w > 0 {
-			res.RequestWriteMS = ptr(durMs(time.Duration(max(w-gotConnAt.Load(), 0))))
-		}
-	}()
 
 	// The timeouts' clocks start here, just before the request's.
-	dl := deadlines{idle: c.cfg.IdleTimeout, total: c.cfg.TotalTimeout, ctx: ctx, cancel: cancel}
+	dl := &deadlines{idle: c.cfg.IdleTimeout, total: c.cfg.TotalTimeout, ctx: hreq.Context(), cancel: cancel}
 	if req.Stream {
 		dl.first = c.cfg.FirstTokenTimeout // a non-streamed answer has no first token: TotalTimeout bounds it
 	}
@@ -647,30 +577,151 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 	// The send timestamp: every offset of the request (ttfb_ms, ttft_ms,
 	// e2e_ms, connect and write times) is from here, and the time to get
 	// a connection (pool wait, dial, TLS) falls after it.
-	start = time.Now()
+	s.start = time.Now()
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		during := "connect"
-		switch {
-		case headBegun.Load():
-			during = "read response headers"
-		case wrote.Load():
-			during = "await response"
-		case gotConn.Load():
-			during = "send request"
-		}
-		res.Err = c.classify(ctx, err, during)
-		if resp != nil { // a redirect chain stopped with an error
-			res.HTTPStatus, res.Err.Status = resp.StatusCode, resp.StatusCode
-		}
-		tl.End = time.Since(start)
-		derive(res, tl)
+		c.unsent(hreq.Context(), s, err, resp, acc.Timeline(), res)
 		return
 	}
 	defer resp.Body.Close()
-	if firstByte == 0 {
-		firstByte = time.Since(start)
+	if s.firstByte == 0 {
+		s.firstByte = time.Since(s.start)
 	}
+	c.answer(hreq.Context(), req, res, resp, acc, dl, s.start, s.firstByte, &s.conn)
+}
+
+// sending is what one request's trace hooks record while it is sent, in
+// one allocation: the hooks run on the transport's goroutines, so the
+// figures they share are atomic.
+type sending struct {
+	req *measure.Request
+	// built: the request's body was built (a request that could not be
+	// built has no settled figures, not even its target prompt size).
+	built bool
+	start time.Time
+	// firstByte is set by GotFirstResponseByte, which runs before Do
+	// returns.
+	firstByte                 time.Duration
+	conn                      atomic.Pointer[tsConn]
+	gotConn, wrote, headBegun atomic.Bool
+	headerClock               string // where the first byte's time came from (discarded)
+	// Connection and write times, as offsets from start in ns; the trace
+	// fires again for a stale-connection retry, so the last attempt wins.
+	dialStart, dialDone, tlsStart, tlsDone, gotConnAt, headersAt, wroteAt atomic.Int64
+	staleRetries                                                          atomic.Int32
+}
+
+func (s *sending) since() int64 { return int64(time.Since(s.start)) }
+
+// trace is the request's trace: its hooks record into s.
+func (s *sending) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		ConnectStart:      func(string, string) { s.dialStart.Store(s.since()) },
+		ConnectDone:       func(string, string, error) { s.dialDone.Store(s.since()) },
+		TLSHandshakeStart: func() { s.tlsStart.Store(s.since()) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { s.tlsDone.Store(s.since()) },
+		GotConn: func(info httptrace.GotConnInfo) {
+			if !s.gotConn.Swap(true) && s.req.Connected != nil {
+				s.req.Connected()
+			}
+			s.conn.Store(tsConnOf(info.Conn))
+			if info.Reused {
+				s.dialStart.Store(0)
+				s.dialDone.Store(0)
+				s.tlsStart.Store(0)
+				s.tlsDone.Store(0)
+			}
+			s.gotConnAt.Store(s.since())
+		},
+		// The headers go into the connection's write buffer as soon as
+		// it is obtained: the request's first byte is written then.
+		WroteHeaders: func() { s.headersAt.Store(max(s.since(), 1)) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err != nil {
+				return // not sent: the failure is of sending, not awaiting
+			}
+			s.wrote.Store(true)
+			s.wroteAt.Store(s.since())
+		},
+		GotFirstResponseByte: func() {
+			s.firstByte = arrival(s.conn.Load(), s.start, 0, &s.headerClock)
+			s.headBegun.Store(true)
+		},
+	}
+}
+
+// settle fills res with what the sending recorded, once the request is
+// over.
+func (s *sending) settle(res *measure.Result) {
+	if !s.built {
+		return
+	}
+	res.Start = s.start
+	if h := s.headersAt.Load(); h > 0 {
+		res.Written = s.start.Add(time.Duration(h))
+	}
+	if s.gotConn.Load() {
+		c := time.Duration(s.dialDone.Load()-s.dialStart.Load()) + time.Duration(s.tlsDone.Load()-s.tlsStart.Load())
+		res.ConnectMS = ptr(durMs(max(c, 0)))
+		if w := s.wroteAt.Load(); w > 0 {
+			res.RequestWriteMS = ptr(durMs(time.Duration(max(w-s.gotConnAt.Load(), 0))))
+		}
+	}
+	res.StaleConnectionRetries = int(s.staleRetries.Load())
+	res.TargetPromptTokens = s.req.TargetPromptTokens
+}
+
+// prepare builds req's body, its answer's stream and the HTTP request,
+// traced into s: in a frame of its own, so its temporaries are not on the
+// stack under the dial and the write.
+//
+//go:noinline
+func (c *Client) prepare(ctx context.Context, req *measure.Request, s *sending) (Stream, *http.Request, error) {
+	path, body, err := c.wire.Body(*req, c.cfg.ExtraBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.built = true
+	acc := c.wire.NewStream(*req)
+	ctx = withStaleCounter(ctx, &s.staleRetries)
+	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The retry transport installs the trace (withStreamTrace).
+	return acc, hreq.WithContext(withStreamTrace(ctx, s.trace())), nil
+}
+
+// unsent fills res for a request Do failed on, err, and the response to
+// it if a redirect chain stopped with an error.
+//
+//go:noinline
+func (c *Client) unsent(ctx context.Context, s *sending, err error, resp *http.Response, tl *measure.Timeline, res *measure.Result) {
+	during := "connect"
+	switch {
+	case s.headBegun.Load():
+		during = "read response headers"
+	case s.wrote.Load():
+		during = "await response"
+	case s.gotConn.Load():
+		during = "send request"
+	}
+	res.Err = c.classify(ctx, err, during)
+	if resp != nil { // a redirect chain stopped with an error
+		res.HTTPStatus, res.Err.Status = resp.StatusCode, resp.StatusCode
+	}
+	tl.End = time.Since(s.start)
+	derive(res, tl)
+}
+
+// answer reads the answer to a request Do sent, resp, into res: the rest
+// of stream, in a frame of its own, so its temporaries are not on the
+// stack while the request is sent (and stream's frame, under the dial
+// and the write, stays small enough for them to fit an 8 KB stack).
+//
+//go:noinline
+func (c *Client) answer(ctx context.Context, req *measure.Request, res *measure.Result, resp *http.Response, acc Stream, dl *deadlines, start time.Time, firstByte time.Duration, conn *atomic.Pointer[tsConn]) {
+	tl := acc.Timeline()
 	tl.FirstByte(firstByte)
 	res.HTTPStatus = resp.StatusCode
 	// Until an answer body is read, a request has only what was measured.
@@ -693,6 +744,11 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 		c.readJSON(ctx, resp, start, req, acc, res)
 		return
 	}
+	// From here the answer is its body: the response, its header and the
+	// request it answers (with the request's body and headers) are not
+	// kept for as long as the stream lasts.
+	body, status := resp.Body, resp.StatusCode
+	resp = nil
 
 	// The idle clock runs from the last token event: pings, comments and
 	// empty or role-only deltas are no progress and must not keep a stalled
@@ -721,7 +777,7 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 	var last time.Duration
 	// Each read's bytes are parsed where they were read: the own reader
 	// hands them over from inside its socket read (tsConn.readEach).
-	rerr := readEach(resp.Body, &c.bufs, func(p []byte) error {
+	rerr := readEach(body, &c.bufs, func(p []byte) error {
 		if c.lateRead != nil {
 			c.lateRead(p)
 		}
@@ -754,12 +810,12 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 	if res.Err == nil && res.BytesReceived > 0 {
 		// A clean close is an end only where the protocol says so.
 		if err := acc.Finished(); err != nil {
-			res.Err = c.fail(measure.ClassTruncated, resp.StatusCode, err.Error(), err)
+			res.Err = c.fail(measure.ClassTruncated, status, err.Error(), err)
 		}
 	}
 	if res.Err == nil && tl.TokenEvents() > 0 {
 		if err := tl.CheckUsage(); err != nil {
-			res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
+			res.Err = c.fail(measure.ClassProtocol, status, err.Error(), err)
 		}
 	}
 	derive(res, tl)
@@ -769,7 +825,7 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 		if res.BytesReceived == 0 {
 			err = fmt.Errorf("%w: empty 200 body", ErrNoOutput)
 		}
-		res.Err = c.fail(measure.ClassProtocol, resp.StatusCode, err.Error(), err)
+		res.Err = c.fail(measure.ClassProtocol, status, err.Error(), err)
 	}
 }
 

@@ -213,10 +213,29 @@ func (t *h1Transport) conn(ctx context.Context, addr string, fresh bool, trace *
 			return c, nil
 		}
 	}
-	// The dial runs on a goroutine of its own, as net/http's does: its
-	// call chain (net.Dialer's) is deeper than the rest of a request, and
-	// would leave the request's goroutine, parked in a read for as long as
-	// the stream lasts, with a 16 KB stack instead of 8 KB.
+	nc, err := t.dialFitting(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &h1Conn{t: t, nc: nc, pc: poolConnOf(nc), addr: addr}
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: nc})
+	}
+	return c, nil
+}
+
+// dialFitting dials addr in this goroutine when its host is an IP literal
+// (literalDialer's DialTCP fits under the request's frames in its 8 KB
+// stack), and on a goroutine of its own otherwise, as net/http does: a
+// name's dial (net.Dialer's DialContext) is deeper and would leave the
+// request's goroutine, parked in a read for as long as the stream lasts,
+// with a 16 KB stack. A goroutine per dial costs a second stack per
+// stream while a run's streams connect together: 8 KB each for
+// DialContext.
+func (t *h1Transport) dialFitting(ctx context.Context, addr string) (net.Conn, error) {
+	if _, ok := literalAddr("tcp", addr); ok && dialsInline {
+		return t.dial(ctx, "tcp", addr)
+	}
 	type dialed struct {
 		nc  net.Conn
 		err error
@@ -227,15 +246,7 @@ func (t *h1Transport) conn(ctx context.Context, addr string, fresh bool, trace *
 		ch <- dialed{nc, err}
 	}()
 	d := <-ch
-	nc, err := d.nc, d.err
-	if err != nil {
-		return nil, err
-	}
-	c := &h1Conn{t: t, nc: nc, pc: poolConnOf(nc), addr: addr}
-	if trace != nil && trace.GotConn != nil {
-		trace.GotConn(httptrace.GotConnInfo{Conn: nc})
-	}
-	return c, nil
+	return d.nc, d.err
 }
 
 // takeIdle takes the most recently used idle connection to addr.
