@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http/httptrace"
+	"os"
 	"sync"
 	"syscall"
 	"testing"
@@ -71,23 +72,35 @@ func TestLiteralDialerIsDialContextToTheTraceAndTheCaller(t *testing.T) {
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	lit := literalDialer(d)
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	cancelled, cancel := context.WithCancel(t.Context())
-	cancel()
+	live := func() (context.Context, context.CancelFunc) { return t.Context(), func() {} }
 	for _, tc := range []struct {
 		name   string
-		ctx    context.Context
+		ctx    func() (context.Context, context.CancelFunc) // one per dial
 		addr   string
 		wantOK bool
 	}{
-		{"connects", t.Context(), ln.Addr().String(), true},
-		{"refused", t.Context(), refusedAddr, false},
-		{"cancelled before it starts", cancelled, ln.Addr().String(), false},
-		{"a name", t.Context(), net.JoinHostPort("localhost", port), true},
+		{"connects", live, ln.Addr().String(), true},
+		{"refused", live, refusedAddr, false},
+		{"cancelled before it starts", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			return ctx, cancel
+		}, ln.Addr().String(), false},
+		// TEST-NET-1 is never routed: the connect times out, or the
+		// network is unreachable at once, alike for both.
+		{"times out or is unreachable", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(t.Context(), 50*time.Millisecond)
+		}, "192.0.2.1:80", false},
+		{"a name", live, net.JoinHostPort("localhost", port), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got, want connectTrace
-			gc, gerr := lit(got.ctx(tc.ctx), "tcp", tc.addr)
-			wc, werr := d.DialContext(want.ctx(tc.ctx), "tcp", tc.addr)
+			gctx, gcancel := tc.ctx()
+			defer gcancel()
+			gc, gerr := lit(got.ctx(gctx), "tcp", tc.addr)
+			wctx, wcancel := tc.ctx()
+			defer wcancel()
+			wc, werr := d.DialContext(want.ctx(wctx), "tcp", tc.addr)
 			for _, c := range []net.Conn{gc, wc} {
 				if c != nil {
 					c.Close()
@@ -100,7 +113,7 @@ func TestLiteralDialerIsDialContextToTheTraceAndTheCaller(t *testing.T) {
 				if gerr.Error() != werr.Error() {
 					t.Errorf("literal dial's error %q, DialContext's %q", gerr, werr)
 				}
-				for _, target := range []error{syscall.ECONNREFUSED, context.Canceled} {
+				for _, target := range []error{syscall.ECONNREFUSED, syscall.ENETUNREACH, context.Canceled, context.DeadlineExceeded, os.ErrDeadlineExceeded} {
 					if errors.Is(gerr, target) != errors.Is(werr, target) {
 						t.Errorf("errors.Is(%v): literal dial %v, DialContext %v", target, errors.Is(gerr, target), errors.Is(werr, target))
 					}
@@ -108,6 +121,10 @@ func TestLiteralDialerIsDialContextToTheTraceAndTheCaller(t *testing.T) {
 				var gop, wop *net.OpError
 				if errors.As(gerr, &gop) != errors.As(werr, &wop) {
 					t.Errorf("literal dial's error %T, DialContext's %T", gerr, werr)
+				}
+				var gne, wne net.Error
+				if errors.As(gerr, &gne) && errors.As(werr, &wne) && gne.Timeout() != wne.Timeout() {
+					t.Errorf("Timeout(): literal dial %v, DialContext %v", gne.Timeout(), wne.Timeout())
 				}
 			} else if g, w := gc.(*net.TCPConn), wc.(*net.TCPConn); g == nil || w == nil {
 				t.Errorf("connections %T and %T, want *net.TCPConn", gc, wc)
