@@ -45,6 +45,9 @@ type shape struct {
 	concurrency, requests, toks int
 }
 
+// fixedShape is the run whose CPU is a client's fixed cost.
+var fixedShape = shape{"fixed", 1, 1, 1}
+
 type config struct {
 	old    string
 	rounds int
@@ -98,10 +101,16 @@ type result struct {
 	ttftP50MS    float64 // NaN for the bare reader, which does not parse
 	wall         time.Duration
 	eventsPerReq float64
+	// fixedCPUS is the same client's CPU for fixedShape in the same round.
+	fixedCPUS float64
 }
 
 func (r result) usPerEvent() float64 { return r.cpuS / r.events * 1e6 }
 func (r result) usPerReq() float64   { return r.cpuS / r.requests * 1e6 }
+
+// netUSPerEvent and netUSPerReq leave out the fixed cost.
+func (r result) netUSPerEvent() float64 { return (r.cpuS - r.fixedCPUS) / r.events * 1e6 }
+func (r result) netUSPerReq() float64   { return (r.cpuS - r.fixedCPUS) / r.requests * 1e6 }
 
 // userPer is the user CPU in µs per token event (stream case) or per request.
 func (r result) userPer(s shape) float64 {
@@ -173,6 +182,19 @@ func run(c config) error {
 		got[i] = map[string][]result{}
 	}
 	for round := range c.rounds {
+		// Each client's fixed cost this round: a run of one 1-token
+		// request, which is start-up, the report and little else. The
+		// net figures take it away, so they are the cost per event or
+		// request the run's size adds (start-up has a target of its own).
+		fixed := map[string]float64{}
+		for j := range clients {
+			cl := clients[(round+j)%len(clients)]
+			r, err := runOne(cl, fixedShape)
+			if err != nil {
+				return fmt.Errorf("round %d, fixed cost, %s: %w", round+1, cl, err)
+			}
+			fixed[cl] = r.cpuS
+		}
 		for ci, s := range c.cases {
 			// Each round starts with the next client, so none is always first.
 			for j := range clients {
@@ -181,6 +203,7 @@ func run(c config) error {
 				if err != nil {
 					return fmt.Errorf("round %d, %s, %s: %w", round+1, s.name, cl, err)
 				}
+				r.fixedCPUS = fixed[cl]
 				got[ci][cl] = append(got[ci][cl], r)
 			}
 			printRound(round+1, s, got[ci], clients)
@@ -203,12 +226,13 @@ type figure struct {
 }
 
 func figures(s shape) []figure {
-	cpu, user := figure{"CPU µs/event", true, result.usPerEvent}, "user µs/event"
+	cpu, net, user := figure{"CPU µs/event", true, result.usPerEvent}, figure{"net CPU µs/event", true, result.netUSPerEvent}, "user µs/event"
 	if s.name == "short" {
-		cpu, user = figure{"CPU µs/request", true, result.usPerReq}, "user µs/request"
+		cpu, net, user = figure{"CPU µs/request", true, result.usPerReq}, figure{"net CPU µs/req", true, result.netUSPerReq}, "user µs/request"
 	}
 	return []figure{
 		cpu,
+		net,
 		{user, true, func(r result) float64 { return r.userPer(s) }},
 		{"TTFB p50 ms", false, func(r result) float64 { return r.ttfbP50MS }},
 		{"TTFT p50 ms", false, func(r result) float64 { return r.ttftP50MS }},
@@ -222,8 +246,8 @@ func printRound(round int, s shape, got map[string][]result, clients []string) {
 	fmt.Printf("round %d  %s (%d streams × %d tokens, %d requests)\n", round, s.name, s.concurrency, s.toks, s.requests)
 	for _, cl := range clients {
 		r := last(cl)
-		fmt.Printf("   %-4s  CPU %6.3fs (user %5.3fs)  %7.2f µs/event  %7.1f µs/request  TTFB p50 %6.3f ms  TTFT p50 %s  (%.1f events/request, wall %.1fs)\n",
-			cl, r.cpuS, r.userS, r.usPerEvent(), r.usPerReq(), r.ttfbP50MS, rounds.MS(r.ttftP50MS), r.eventsPerReq, r.wall.Seconds())
+		fmt.Printf("   %-4s  CPU %6.3fs (user %5.3fs, fixed %5.3fs)  %7.2f µs/event  %7.1f µs/request  TTFB p50 %6.3f ms  TTFT p50 %s  (%.1f events/request, wall %.1fs)\n",
+			cl, r.cpuS, r.userS, r.fixedCPUS, r.usPerEvent(), r.usPerReq(), r.ttfbP50MS, rounds.MS(r.ttftP50MS), r.eventsPerReq, r.wall.Seconds())
 	}
 	var parts []string
 	for _, f := range figures(s) {
