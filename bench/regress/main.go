@@ -165,15 +165,27 @@ func run(c config) error {
 	fmt.Printf("server: %s serve, 1 ms decode step + 1 µs per running sequence, 2 ms TTFT base\n", filepath.Base(newBin))
 	fmt.Printf("load average at the start: %s   (%d CPUs)\n\n", rounds.LoadAvg(), rounds.NumCPU())
 
+	// Prompt calibration (a count_tokens request per prompt before the
+	// first is sent) is the scenario's, not the load loop's, and the bare
+	// reader has none: it is turned off where both builds read the key.
+	load := ""
+	const calibrateOff = "prompt: {calibrate: false}"
+	probe := closedloop.Shape{Concurrency: 1, Requests: 1, MaxTokens: 1, Load: calibrateOff}
+	if closedloop.Reads(oldBin, filepath.Join(dir, "probe.yaml"), srv.URL, probe) && closedloop.Reads(newBin, filepath.Join(dir, "probe.yaml"), srv.URL, probe) {
+		load = calibrateOff
+		fmt.Printf("scenario: %s (both builds read it)\n", calibrateOff)
+	} else {
+		fmt.Printf("scenario: prompts calibrated (the old build does not read %q): about 100 µs of a short request's CPU is that\n", calibrateOff)
+	}
 	clients := []string{"old", "new", "bare"}
 	runOne := func(client string, s shape) (result, error) {
 		switch client {
 		case "bare":
 			return runBare(self, srv.URL, s)
 		case "old":
-			return runTollgate(oldBin, dir, srv.URL, s)
+			return runTollgate(oldBin, dir, srv.URL, s, load)
 		default:
-			return runTollgate(newBin, dir, srv.URL, s)
+			return runTollgate(newBin, dir, srv.URL, s, load)
 		}
 	}
 	// got[case][client] holds each round's result.
@@ -343,8 +355,8 @@ func output(dir, name string, args ...string) (string, error) {
 
 // runTollgate runs bin on s (bench/internal/closedloop) and reads its CPU
 // from the child's rusage and its figures from its JSON report.
-func runTollgate(bin, dir, base string, s shape) (result, error) {
-	run, err := closedloop.Tollgate(bin, dir, s.name, base, closedloop.Shape{Concurrency: s.concurrency, Requests: s.requests, MaxTokens: s.toks})
+func runTollgate(bin, dir, base string, s shape, load string) (result, error) {
+	run, err := closedloop.Tollgate(bin, dir, s.name, base, closedloop.Shape{Concurrency: s.concurrency, Requests: s.requests, MaxTokens: s.toks, Load: load})
 	if err != nil {
 		return result{}, err
 	}

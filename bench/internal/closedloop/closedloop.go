@@ -48,11 +48,25 @@ phases:
 report: {samples: false}
 `
 
+// Write writes the scenario of s against base to path.
+func Write(path, base string, s Shape) error {
+	return os.WriteFile(path, []byte(fmt.Sprintf(scenario, base, s.Concurrency, s.Requests, s.MaxTokens, s.Load)), 0o644)
+}
+
+// Reads reports whether bin validates the scenario of s (an older build
+// may not know a key of s.Load), writing it to path.
+func Reads(bin, path, base string, s Shape) bool {
+	if err := Write(path, base, s); err != nil {
+		return false
+	}
+	return exec.Command(bin, "validate", path).Run() == nil
+}
+
 // Tollgate runs bin on s against base, its files named name in dir, and
 // fails unless every request succeeded.
 func Tollgate(bin, dir, name, base string, s Shape) (Run, error) {
 	path := filepath.Join(dir, name+".yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(scenario, base, s.Concurrency, s.Requests, s.MaxTokens, s.Load)), 0o644); err != nil {
+	if err := Write(path, base, s); err != nil {
 		return Run{}, err
 	}
 	rep := filepath.Join(dir, name+".json")
