@@ -89,6 +89,14 @@ func (s *stream) End(res *Result) {
 	}
 }
 
+// The nested defaults of every body, shared by all of them and never
+// written: MergeBody copies a nested map before it merges into it.
+var (
+	thinkingOff         = map[string]any{"type": "disabled"}
+	templateThinkingOff = map[string]any{"enable_thinking": false}
+	includeUsage        = map[string]any{"include_usage": true}
+)
+
 // Body assembles the JSON body: defaults, then the target's body fields
 // (extra), then Request.ExtraBody, then the request's own fields.
 func (wire) Body(req Request, extra map[string]any) (path string, body []byte, err error) {
@@ -100,11 +108,11 @@ func (wire) Body(req Request, extra map[string]any) (path string, body []byte, e
 	b["stream"] = req.Stream
 	b["ignore_eos"] = true
 	// FreeToken and vLLM/SGLang spell "thinking off" differently.
-	b["thinking"] = map[string]any{"type": "disabled"}
-	b["chat_template_kwargs"] = map[string]any{"enable_thinking": false}
+	b["thinking"] = thinkingOff
+	b["chat_template_kwargs"] = templateThinkingOff
 	if req.Stream {
 		// vLLM rejects stream_options on non-streamed requests.
-		b["stream_options"] = map[string]any{"include_usage": true}
+		b["stream_options"] = includeUsage
 	}
 	transport.MergeBody(b, extra)
 	transport.MergeBody(b, req.ExtraBody)

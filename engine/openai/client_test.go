@@ -129,6 +129,21 @@ func TestRequestBodyDefaultsAndMerge(t *testing.T) {
 				"stream":true,"stream_options":{"continuous_usage_stats":true,"include_usage":true},"temperature":0.7,"top_p":0.9}`,
 		},
 		{
+			name:     "deep merge into every nested default",
+			reqExtra: map[string]any{"thinking": map[string]any{"budget_tokens": 5}, "chat_template_kwargs": map[string]any{"x": true}, "stream_options": map[string]any{"y": 1}},
+			req:      chatReq(5),
+			want: `{"chat_template_kwargs":{"enable_thinking":false,"x":true},"ignore_eos":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}],"model":"m",
+				"stream":true,"stream_options":{"include_usage":true,"y":1},"temperature":0,"thinking":{"budget_tokens":5,"type":"disabled"},"top_p":1}`,
+		},
+		// The nested defaults are shared by every body (thinkingOff and
+		// the others): a merge that wrote into them would show here.
+		{
+			name: "defaults again, after the merges above",
+			req:  chatReq(5),
+			want: `{"chat_template_kwargs":{"enable_thinking":false},"ignore_eos":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}],"model":"m",
+				"stream":true,"stream_options":{"include_usage":true},"temperature":0,"thinking":{"type":"disabled"},"top_p":1}`,
+		},
+		{
 			name: "non-streamed completions drop stream_options",
 			req:  Request{Endpoint: EndpointCompletions, Model: "m", Prompt: "p", MaxTokens: 1},
 			want: `{"chat_template_kwargs":{"enable_thinking":false},"ignore_eos":true,"max_tokens":1,"model":"m","prompt":"p",
