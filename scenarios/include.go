@@ -306,14 +306,25 @@ func applyProfile(d *decoder, root *yaml.Node, name string) {
 // selected, so a typo there fails now, not on the day the profile is used.
 // Only key names are checked: values may still hold references, and the
 // selected profile is checked in full after merging.
+//
+// A profiles value that is not a mapping, or a profile that is not one,
+// could never be selected: that fails now as well.
 func checkProfileKeys(d *decoder, profiles *yaml.Node, selected string) {
-	if profiles == nil || profiles.Kind != yaml.MappingNode {
+	if profiles == nil || profiles.ShortTag() == "!!null" {
+		return
+	}
+	if profiles.Kind != yaml.MappingNode {
+		d.errorf(profiles, "profiles: expected a mapping of profile names to scenario keys, e.g. profiles: {ci: {vars: {n: 8}}}, got %s", describe(profiles))
 		return
 	}
 	kd := &decoder{file: d.file, files: d.files, sets: d.sets, errs: d.errs, keysOnly: true}
 	for i := 0; i+1 < len(profiles.Content); i += 2 {
 		k, v := profiles.Content[i], resolveAlias(profiles.Content[i+1])
-		if k.Value == selected || v.Kind != yaml.MappingNode {
+		if k.Value == selected {
+			continue // checked in full once merged (applyProfile)
+		}
+		if v.Kind != yaml.MappingNode {
+			d.errorf(v, "profiles.%s: expected a mapping of scenario keys, got %s", k.Value, describe(v))
 			continue
 		}
 		var doc document

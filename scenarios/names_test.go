@@ -143,3 +143,45 @@ profiles:
 		t.Fatal(err)
 	}
 }
+
+// profiles, or a profile, that is not a mapping could never be selected:
+// it fails when the scenario loads, as an unknown key in an unselected
+// profile does, not on the day someone passes --profile.
+func TestProfilesThatCannotBeSelectedFailAtLoad(t *testing.T) {
+	const head = "name: p\nphases:\n  decode: {}\n"
+	for _, tc := range []struct {
+		name, profiles, selected string
+		want                     string // the first error
+	}{
+		{name: "profiles a string", profiles: "profiles: x\n",
+			want: `t.yaml:4:11: profiles: expected a mapping of profile names to scenario keys, e.g. profiles: {ci: {vars: {n: 8}}}, got string "x"`},
+		{name: "profiles a list", profiles: "profiles: [ci]\n",
+			want: `t.yaml:4:11: profiles: expected a mapping of profile names to scenario keys, e.g. profiles: {ci: {vars: {n: 8}}}, got a list`},
+		{name: "a profile a string", profiles: "profiles:\n  ci: x\n",
+			want: `t.yaml:5:7: profiles.ci: expected a mapping of scenario keys, got string "x"`},
+		{name: "a profile a list", profiles: "profiles:\n  ci: [1]\n",
+			want: `t.yaml:5:7: profiles.ci: expected a mapping of scenario keys, got a list`},
+		{name: "a profile null", profiles: "profiles:\n  ci:\n  ok: {vars: {}}\n",
+			want: `t.yaml:5:6: profiles.ci: expected a mapping of scenario keys, got null`},
+		{name: "a profile a string, another selected", profiles: "profiles:\n  ci: x\n  ok: {vars: {}}\n", selected: "ok",
+			want: `t.yaml:5:7: profiles.ci: expected a mapping of scenario keys, got string "x"`},
+		{name: "the selected profile a string", profiles: "profiles:\n  ci: x\n", selected: "ci",
+			want: `t.yaml:5:7: profiles.ci: expected a mapping of scenario keys, got string "x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(head+tc.profiles), Options{LookupEnv: noEnv, Profile: tc.selected})
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Fatalf("error %v, want an ErrorList", err)
+			}
+			if got := list[0].Error(); got != tc.want {
+				t.Errorf("got:\n%v\nwant first:\n%s", err, tc.want)
+			}
+		})
+	}
+	for _, ok := range []string{"", "profiles:\n", "profiles: {}\n", "profiles:\n  ci: {vars: {}}\n"} {
+		if _, err := Parse("t.yaml", []byte(head+ok), Options{LookupEnv: noEnv}); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}
