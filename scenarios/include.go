@@ -292,7 +292,7 @@ func applyProfile(d *decoder, root *yaml.Node, name string) {
 			continue
 		}
 		if v.Kind != yaml.MappingNode {
-			d.errorf(v, "profiles.%s: expected a mapping of scenario keys, got %s", name, describe(v))
+			notAProfile(d, name, v)
 			return
 		}
 		replace := d.replaceGates(v)
@@ -300,6 +300,11 @@ func applyProfile(d *decoder, root *yaml.Node, name string) {
 		return
 	}
 	d.errs.add(flag, "no such profile%s (profiles: %s, at %s)", suggest(name, names), strings.Join(names, ", "), d.pos(profiles))
+}
+
+// notAProfile reports profile name's body v, which is not a mapping.
+func notAProfile(d *decoder, name string, v *yaml.Node) {
+	d.errorf(v, "profiles.%s: expected a mapping of scenario keys, got %s", name, describe(v))
 }
 
 // checkProfileKeys reports unknown keys in the profiles that are not
@@ -324,7 +329,7 @@ func checkProfileKeys(d *decoder, profiles *yaml.Node, selected string) {
 			continue // checked in full once merged (applyProfile)
 		}
 		if v.Kind != yaml.MappingNode {
-			d.errorf(v, "profiles.%s: expected a mapping of scenario keys, got %s", k.Value, describe(v))
+			notAProfile(d, k.Value, v)
 			continue
 		}
 		var doc document

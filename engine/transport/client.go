@@ -587,7 +587,7 @@ func (c *Client) stream(ctx context.Context, req *measure.Request, res *measure.
 	if s.firstByte == 0 {
 		s.firstByte = time.Since(s.start)
 	}
-	c.answer(hreq.Context(), req, res, resp, acc, dl, s.start, s.firstByte, &s.conn)
+	c.answer(hreq.Context(), s, res, resp, acc, dl)
 }
 
 // sending is what one request's trace hooks record while it is sent, in
@@ -720,9 +720,10 @@ func (c *Client) unsent(ctx context.Context, s *sending, err error, resp *http.R
 // and the write, stays small enough for them to fit an 8 KB stack).
 //
 //go:noinline
-func (c *Client) answer(ctx context.Context, req *measure.Request, res *measure.Result, resp *http.Response, acc Stream, dl *deadlines, start time.Time, firstByte time.Duration, conn *atomic.Pointer[tsConn]) {
+func (c *Client) answer(ctx context.Context, s *sending, res *measure.Result, resp *http.Response, acc Stream, dl *deadlines) {
+	req, start := s.req, s.start
 	tl := acc.Timeline()
-	tl.FirstByte(firstByte)
+	tl.FirstByte(s.firstByte)
 	res.HTTPStatus = resp.StatusCode
 	// Until an answer body is read, a request has only what was measured.
 	noBody := func() {
@@ -782,7 +783,7 @@ func (c *Client) answer(ctx context.Context, req *measure.Request, res *measure.
 			c.lateRead(p)
 		}
 		// Timestamp before parsing: arrival time, not parse time.
-		last = arrival(conn.Load(), start, last, &tl.ArrivalClock)
+		last = arrival(s.conn.Load(), start, last, &tl.ArrivalClock)
 		res.BytesReceived += int64(len(p))
 		if err := parser.Feed(p, last, emit); err != nil {
 			streamErr = err
