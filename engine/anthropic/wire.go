@@ -99,15 +99,15 @@ func (wire) Body(req measure.Request, extra map[string]any) (string, []byte, err
 	if req.Endpoint != "" && req.Endpoint != measure.EndpointChat {
 		return "", nil, fmt.Errorf("anthropic: endpoint %q: %w", req.Endpoint, ErrEndpoint)
 	}
-	b := map[string]any{"temperature": 0, "stream": req.Stream}
-	transport.MergeBody(b, extra)
-	transport.MergeBody(b, req.ExtraBody)
-	if req.Model != "" {
-		b["model"] = req.Model
-	}
-	b["max_tokens"] = DefaultMaxTokens
+	defaults := []transport.BodyField{{Key: "temperature", Value: 0}, {Key: "stream", Value: req.Stream}}
+	maxTokens := DefaultMaxTokens
 	if req.MaxTokens > 0 {
-		b["max_tokens"] = req.MaxTokens
+		maxTokens = req.MaxTokens
+	}
+	var ownArr [4]transport.BodyField
+	own := append(ownArr[:0], transport.BodyField{Key: "max_tokens", Value: maxTokens})
+	if req.Model != "" {
+		own = append(own, transport.BodyField{Key: "model", Value: req.Model})
 	}
 	var system []string
 	msgs := make([]measure.Message, 0, len(req.Messages))
@@ -119,10 +119,10 @@ func (wire) Body(req measure.Request, extra map[string]any) (string, []byte, err
 		msgs = append(msgs, m)
 	}
 	if len(system) > 0 {
-		b["system"] = strings.Join(system, "\n")
+		own = append(own, transport.BodyField{Key: "system", Value: strings.Join(system, "\n")})
 	}
-	b["messages"] = msgs
-	body, err := transport.MarshalBody(b)
+	own = append(own, transport.BodyField{Key: "messages", Value: msgs})
+	body, err := transport.BuildBody(defaults, extra, req.ExtraBody, own)
 	if err != nil {
 		return "", nil, fmt.Errorf("anthropic: encode request body: %w", err)
 	}

@@ -100,42 +100,42 @@ var (
 // Body assembles the JSON body: defaults, then the target's body fields
 // (extra), then Request.ExtraBody, then the request's own fields.
 func (wire) Body(req Request, extra map[string]any) (path string, body []byte, err error) {
-	// Room for every key a request adds: the map does not grow (and
-	// reallocate) on the way.
-	b := make(map[string]any, 16)
-	b["temperature"] = 0
-	b["top_p"] = 1
-	b["stream"] = req.Stream
-	b["ignore_eos"] = true
-	// FreeToken and vLLM/SGLang spell "thinking off" differently.
-	b["thinking"] = thinkingOff
-	b["chat_template_kwargs"] = templateThinkingOff
-	if req.Stream {
+	defaults := []transport.BodyField{
+		{Key: "temperature", Value: 0},
+		{Key: "top_p", Value: 1},
+		{Key: "stream", Value: req.Stream},
+		{Key: "ignore_eos", Value: true},
+		// FreeToken and vLLM/SGLang spell "thinking off" differently.
+		{Key: "thinking", Value: thinkingOff},
+		{Key: "chat_template_kwargs", Value: templateThinkingOff},
 		// vLLM rejects stream_options on non-streamed requests.
-		b["stream_options"] = includeUsage
+		{Key: "stream_options", Value: includeUsage},
 	}
-	transport.MergeBody(b, extra)
-	transport.MergeBody(b, req.ExtraBody)
+	if !req.Stream {
+		defaults = defaults[:len(defaults)-1]
+	}
+	var ownArr [4]transport.BodyField
+	own := ownArr[:0]
 	if req.Model != "" {
-		b["model"] = req.Model
+		own = append(own, transport.BodyField{Key: "model", Value: req.Model})
 	}
 	if req.MaxTokens > 0 {
-		b["max_tokens"] = req.MaxTokens
+		own = append(own, transport.BodyField{Key: "max_tokens", Value: req.MaxTokens})
 	}
 	switch req.Endpoint {
 	case "", EndpointChat:
 		path = "/v1/chat/completions"
-		b["messages"] = req.Messages
+		own = append(own, transport.BodyField{Key: "messages", Value: req.Messages})
 		if len(req.Tools) > 0 {
-			b["tools"] = req.Tools
+			own = append(own, transport.BodyField{Key: "tools", Value: req.Tools})
 		}
 	case EndpointCompletions:
 		path = "/v1/completions"
-		b["prompt"] = req.Prompt
+		own = append(own, transport.BodyField{Key: "prompt", Value: req.Prompt})
 	default:
 		return "", nil, fmt.Errorf("openai: unknown endpoint %q (want %q or %q)", req.Endpoint, EndpointChat, EndpointCompletions)
 	}
-	body, err = transport.MarshalBody(b)
+	body, err = transport.BuildBody(defaults, extra, req.ExtraBody, own)
 	if err != nil {
 		return "", nil, fmt.Errorf("openai: encode request body: %w", err)
 	}
