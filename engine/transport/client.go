@@ -683,13 +683,14 @@ func (c *Client) prepare(ctx context.Context, req *measure.Request, s *sending) 
 	}
 	s.built = true
 	acc := c.wire.NewStream(*req)
-	ctx = withStaleCounter(ctx, &s.staleRetries)
+	// The retry transport installs the trace (withStreamTrace). Both
+	// values go in before the request is built: WithContext would copy it.
+	ctx = withStreamTrace(withStaleCounter(ctx, &s.staleRetries), s.trace())
 	hreq, err := c.newRequest(ctx, http.MethodPost, path, body)
 	if err != nil {
 		return nil, nil, err
 	}
-	// The retry transport installs the trace (withStreamTrace).
-	return acc, hreq.WithContext(withStreamTrace(ctx, s.trace())), nil
+	return acc, hreq, nil
 }
 
 // unsent fills res for a request Do failed on, err, and the response to

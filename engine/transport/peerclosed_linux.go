@@ -21,9 +21,12 @@ func peerClosed(c net.Conn) bool {
 	var state uint8
 	var ok bool
 	if err := raw.Control(func(fd uintptr) {
-		info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		// tcpi_state is struct tcp_info's first byte, and the kernel
+		// copies as much of the struct as is asked for: one byte, where
+		// GetsockoptTCPInfo allocates the whole struct (280 B a request).
+		st, err := unix.GetsockoptByte(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
 		if err == nil {
-			state, ok = info.State, true
+			state, ok = st, true
 		}
 	}); err != nil || !ok {
 		return false
