@@ -72,8 +72,13 @@ func NewParser(maxLineBytes int) *Parser {
 	if maxLineBytes <= 0 {
 		maxLineBytes = DefaultMaxLineBytes
 	}
-	return &Parser{maxLine: maxLineBytes}
+	// An LLM server's chunk is one to a few hundred bytes of data: room for
+	// one at the start, where appending from nothing grew it six times.
+	return &Parser{maxLine: maxLineBytes, data: make([]byte, 0, firstDataBytes)}
 }
+
+// firstDataBytes is the room a Parser's event data starts with.
+const firstDataBytes = 256
 
 // Reset clears all state so the parser can read a new stream, keeping buffers.
 func (p *Parser) Reset() {
