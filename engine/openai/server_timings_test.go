@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -60,24 +61,32 @@ func TestServerTimingsKept(t *testing.T) {
 }
 
 // TestConnectAndWriteTimes: a fresh connection has a connect time, a reused
-// one 0; every request has a write time.
+// one 0; every request has a write time. An IP literal is dialled in the
+// request's goroutine, a name through net.Dialer: both report the connect.
 func TestConnectAndWriteTimes(t *testing.T) {
 	srv := httptest.NewServer(&paced{tokens: 1})
 	defer srv.Close()
-	c := newClient(t, srv.URL, nil)
-	first, err := c.Stream(t.Context(), chatReq(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := c.Stream(t.Context(), chatReq(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.ConnectMS == nil || *first.ConnectMS <= 0 || first.RequestWriteMS == nil {
-		t.Errorf("first request: connect %v write %v, want a connect time", first.ConnectMS, first.RequestWriteMS)
-	}
-	if second.ConnectMS == nil || *second.ConnectMS != 0 || second.RequestWriteMS == nil {
-		t.Errorf("reused connection: connect %v write %v, want connect 0", second.ConnectMS, second.RequestWriteMS)
+	for _, tt := range []struct{ name, base string }{
+		{"an IP literal", srv.URL},
+		{"a name", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(t, tt.base, nil)
+			first, err := c.Stream(t.Context(), chatReq(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := c.Stream(t.Context(), chatReq(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.ConnectMS == nil || *first.ConnectMS <= 0 || first.RequestWriteMS == nil {
+				t.Errorf("first request: connect %v write %v, want a connect time", first.ConnectMS, first.RequestWriteMS)
+			}
+			if second.ConnectMS == nil || *second.ConnectMS != 0 || second.RequestWriteMS == nil {
+				t.Errorf("reused connection: connect %v write %v, want connect 0", second.ConnectMS, second.RequestWriteMS)
+			}
+		})
 	}
 }
 

@@ -76,12 +76,18 @@ func (e *nothingWritten) Unwrap() error { return e.err }
 // dialled for it, closed after the response: the stale-connection
 // retry's).
 func (t *h1Transport) roundTrip(req *http.Request, fresh bool) (*http.Response, error) {
+	return t.roundTripTraced(req, fresh, httptrace.ContextClientTrace(req.Context()))
+}
+
+// roundTripTraced is roundTrip calling trace's hooks, which req's context
+// need not carry: conn puts it there for a dial, the one call that reads
+// it from the context.
+func (t *h1Transport) roundTripTraced(req *http.Request, fresh bool, trace *httptrace.ClientTrace) (*http.Response, error) {
 	wbuf, err := encodeRequest(req, fresh)
 	if err != nil {
 		return nil, err
 	}
 	ctx := req.Context()
-	trace := httptrace.ContextClientTrace(ctx)
 	addr := hostPort(req)
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(addr)
@@ -212,6 +218,10 @@ func (t *h1Transport) conn(ctx context.Context, addr string, fresh bool, trace *
 			}
 			return c, nil
 		}
+	}
+	if trace != nil && httptrace.ContextClientTrace(ctx) == nil {
+		// The dialer's hooks (connect, DNS) are the context's.
+		ctx = httptrace.WithClientTrace(ctx, trace)
 	}
 	nc, err := t.dialFitting(ctx, addr)
 	if err != nil {

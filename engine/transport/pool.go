@@ -167,7 +167,15 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			innerGotByte()
 		}
 	}
-	resp, err := t.send(req.WithContext(httptrace.WithClientTrace(req.Context(), own)), h1, false)
+	var resp *http.Response
+	var err error
+	if h1 && httptrace.ContextClientTrace(req.Context()) == nil {
+		// The own transport takes the trace as it is: no copy of the
+		// request and its context per request to carry it.
+		resp, err = t.h1.roundTripTraced(req, false, own)
+	} else {
+		resp, err = t.send(req.WithContext(httptrace.WithClientTrace(req.Context(), own)), h1, false)
+	}
 	if err == nil {
 		if p := pc.Load(); p != nil {
 			p.responded(resp.Header)
