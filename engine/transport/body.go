@@ -66,7 +66,8 @@ func BuildBody(defaults []BodyField, extra, extraBody map[string]any, own []Body
 	}
 	var arr [16]BodyField
 	fields := append(arr[:0], defaults...)
-	size := 512
+	// A chat body's fields besides its prompt are about 250 bytes.
+	size := 320
 	for _, f := range own {
 		size += sizeHint(f.Value)
 		if i := slices.IndexFunc(fields, func(d BodyField) bool { return d.Key == f.Key }); i >= 0 {

@@ -139,12 +139,19 @@ func withStreamTrace(ctx context.Context, tr *httptrace.ClientTrace) context.Con
 	return context.WithValue(ctx, streamTraceKey{}, tr)
 }
 
+// attempt is what the retry transport's hooks record of one attempt.
+type attempt struct {
+	trace           httptrace.ClientTrace
+	reused, gotByte atomic.Bool
+	pc              atomic.Pointer[poolConn]
+}
+
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	h1 := t.h1 != nil && t.h1.handles(req, t.pooled.Proxy)
-	var reused, gotByte atomic.Bool
-	var pc atomic.Pointer[poolConn]
 	inner, _ := req.Context().Value(streamTraceKey{}).(*httptrace.ClientTrace)
-	own := &httptrace.ClientTrace{}
+	// One allocation for the attempt's trace and what its hooks record.
+	a := &attempt{}
+	own, reused, gotByte, pc := &a.trace, &a.reused, &a.gotByte, &a.pc
 	if inner != nil {
 		*own = *inner
 	}
