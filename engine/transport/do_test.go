@@ -1,16 +1,22 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Client.do calls the transport itself where no redirect is followed;
@@ -111,3 +117,91 @@ func TestDoIsHTTPClientDo(t *testing.T) {
 type doWire struct{ nameWire }
 
 func (doWire) Header(http.Header, string) {}
+
+// A request's buffer goes back to the pool once written and the next
+// request writes into it: concurrent requests of different sizes (one past
+// what the pool keeps) must each reach the server as they were built, and
+// a resend after a write that wrote nothing (an idle connection the server
+// closed) must send the same bytes again.
+func TestRequestBuffersAreEachRequestsOwn(t *testing.T) {
+	var closeAfter atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if closeAfter.Load() {
+			// Answer, then close unannounced: the client keeps the
+			// connection idle as any keep-alive one.
+			conn, rw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			_, _ = fmt.Fprintf(rw, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+			_ = rw.Flush()
+			_ = conn.Close()
+			return
+		}
+		_, _ = w.Write(b)
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL, MaxConns: 8}, doWire{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(body []byte) error {
+		ctx := withStreamTrace(context.Background(), &httptrace.ClientTrace{})
+		req, err := c.newRequest(ctx, http.MethodPost, "/echo", body)
+		if err != nil {
+			return err
+		}
+		resp, err := c.do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, body) {
+			return fmt.Errorf("sent %d bytes (%.20q…), the server read %d (%.20q…)", len(body), body, len(got), got)
+		}
+		return nil
+	}
+	sizes := []int{1, 300, 5000, maxPooledWriteBytes + 1}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				body := bytes.Repeat([]byte{byte('a' + (g*40+i)%26)}, sizes[(g+i)%len(sizes)])
+				if err := send(body); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// The server closes after this answer; the next request takes the
+	// idle connection, finds it closed before writing, and is sent again.
+	closeAfter.Store(true)
+	if err := send([]byte("before the close")); err != nil {
+		t.Fatal(err)
+	}
+	closeAfter.Store(false)
+	// Let the close reach the client first (usually): the request then
+	// finds it before writing. If not, the retry transport sends it again
+	// after the failed read; either way the same bytes go out again.
+	time.Sleep(50 * time.Millisecond)
+	for i := range 5 {
+		if err := send(bytes.Repeat([]byte{byte('0' + i)}, 700)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

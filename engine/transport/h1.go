@@ -39,6 +39,31 @@ type h1Transport struct {
 
 	mu   sync.Mutex
 	idle []*h1Conn // most recently used last
+
+	// writeBufs are request buffers (*[]byte) between requests. One goes
+	// back as soon as its request is written, not when the answer comes,
+	// so the pool holds about as many as writes run at once, never one per
+	// request waiting for its answer.
+	writeBufs sync.Pool
+}
+
+// maxPooledWriteBytes bounds a request buffer kept for the next request:
+// a prompt of a few thousand tokens; a larger one is allocated each time.
+const maxPooledWriteBytes = 64 << 10
+
+// writeBuf is a request buffer from the pool, or a new one.
+func (t *h1Transport) writeBuf() *[]byte {
+	if p, ok := t.writeBufs.Get().(*[]byte); ok {
+		return p
+	}
+	return new([]byte)
+}
+
+// putWriteBuf gives p back once its bytes are written.
+func (t *h1Transport) putWriteBuf(p *[]byte) {
+	if cap(*p) <= maxPooledWriteBytes {
+		t.writeBufs.Put(p)
+	}
 }
 
 // h1UserAgent is what net/http sends when the request sets none.
@@ -83,10 +108,12 @@ func (t *h1Transport) roundTrip(req *http.Request, fresh bool) (*http.Response, 
 // need not carry: conn puts it there for a dial, the one call that reads
 // it from the context.
 func (t *h1Transport) roundTripTraced(req *http.Request, fresh bool, trace *httptrace.ClientTrace) (*http.Response, error) {
-	wbuf, err := encodeRequest(req, fresh)
+	wbuf := t.writeBuf()
+	b, err := encodeRequest(req, fresh, *wbuf)
 	if err != nil {
 		return nil, err
 	}
+	*wbuf = b
 	ctx := req.Context()
 	addr := hostPort(req)
 	if trace != nil && trace.GetConn != nil {
@@ -119,12 +146,10 @@ func hostPort(req *http.Request) string {
 }
 
 // encodeRequest writes req's head and body as net/http would (Host,
-// User-Agent, Content-Length, the other headers sorted by name), and
-// closes its body. The bytes are sized to the request and not pooled: a
-// pool would keep a buffer per request that was ever in flight at once
-// (all of them, when a run starts its streams together) for the rest of
-// the run.
-func encodeRequest(req *http.Request, closeConn bool) ([]byte, error) {
+// User-Agent, Content-Length, the other headers sorted by name) into dst
+// (a new buffer sized to the request when dst has too little room), and
+// closes its body.
+func encodeRequest(req *http.Request, closeConn bool, dst []byte) ([]byte, error) {
 	defer func() { _ = req.Body.Close() }()
 	var keyArr [16]string // on the stack for the usual few headers
 	keys := keyArr[:0]
@@ -154,7 +179,10 @@ func encodeRequest(req *http.Request, closeConn bool) ([]byte, error) {
 			size += len(k) + len(v) + 4
 		}
 	}
-	b := make([]byte, 0, size)
+	b := dst[:0]
+	if cap(b) < size {
+		b = make([]byte, 0, size)
+	}
 	b = append(b, req.Method...)
 	b = append(b, ' ')
 	b = append(b, req.URL.RequestURI()...)
@@ -388,7 +416,9 @@ const max1xx = 5
 
 // roundTrip writes the request and reads the response head. A context
 // that ends closes the connection, which ends a parked read or write.
-func (c *h1Conn) roundTrip(req *http.Request, wbuf []byte, trace *httptrace.ClientTrace) (*http.Response, error) {
+// wbuf goes back to the transport's pool once it is written; a write
+// that wrote nothing leaves it to the caller, which may send it again.
+func (c *h1Conn) roundTrip(req *http.Request, wbuf *[]byte, trace *httptrace.ClientTrace) (*http.Response, error) {
 	stop := context.AfterFunc(req.Context(), c.close)
 	fail := func(err error) (*http.Response, error) {
 		stop()
@@ -401,7 +431,10 @@ func (c *h1Conn) roundTrip(req *http.Request, wbuf []byte, trace *httptrace.Clie
 	if trace != nil && trace.WroteHeaders != nil {
 		trace.WroteHeaders()
 	}
-	n, err := c.nc.Write(wbuf)
+	n, err := c.nc.Write(*wbuf)
+	if err == nil {
+		c.t.putWriteBuf(wbuf)
+	}
 	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{Err: err})
 	}
