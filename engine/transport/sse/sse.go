@@ -134,6 +134,11 @@ func (p *Parser) Feed(chunk []byte, at time.Duration, emit func(*Event) error) e
 			if len(p.line)+len(chunk) > p.maxLine {
 				return &LimitError{What: "line", LimitBytes: p.maxLine}
 			}
+			if p.line == nil {
+				// Room for a chunk's line at once, not six appends that
+				// grow it from nothing.
+				p.line = make([]byte, 0, max(firstDataBytes, len(chunk)))
+			}
 			p.line = append(p.line, chunk...)
 			return nil
 		}
