@@ -102,19 +102,34 @@ type runResult struct {
 	report   map[string]any
 	cpuS     float64
 	maxRSSKB int64 // the child's peak resident set (getrusage ru_maxrss, KiB)
+	// windowRSSKB is the most VmRSS the child had within the window asked
+	// of runWindow (sampled every 20 ms from /proc); 0 without one.
+	windowRSSKB int64
 	wall     time.Duration
 	samples  string
 }
 
 // tollgate runs a scenario in a child process and returns its report and CPU time.
 func (e *env) tollgate(name, scenario string, extra ...string) (*runResult, error) {
+	return e.tollgateWindow(name, scenario, 0, extra...)
+}
+
+// tollgateWindow is tollgate, also sampling the child's resident set for
+// the first window of its run (runWindow).
+func (e *env) tollgateWindow(name, scenario string, window time.Duration, extra ...string) (*runResult, error) {
 	samples := filepath.Join(e.dir, name+".samples.jsonl")
-	return e.run(name, scenario, append([]string{"--samples-out", samples}, extra...)...)
+	return e.runWindow(name, scenario, window, append([]string{"--samples-out", samples}, extra...)...)
 }
 
 // run is tollgate without --samples-out: nothing streamed to a file beside
 // the load, so its CPU is the load's.
 func (e *env) run(name, scenario string, extra ...string) (*runResult, error) {
+	return e.runWindow(name, scenario, 0, extra...)
+}
+
+// runWindow is run; with a window, it also records the most resident
+// memory the child had in the first window of its run.
+func (e *env) runWindow(name, scenario string, window time.Duration, extra ...string) (*runResult, error) {
 	path := filepath.Join(e.dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(scenario), 0o644); err != nil {
 		return nil, err
@@ -130,10 +145,29 @@ func (e *env) run(name, scenario string, extra ...string) (*runResult, error) {
 	cmd := exec.Command(e.bin, args...)
 	cmd.Stderr = os.Stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("tollgate %s: %w", strings.Join(args, " "), err)
 	}
-	r := &runResult{wall: time.Since(start), samples: samples}
+	var windowRSS atomic.Int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		if window <= 0 {
+			return
+		}
+		for time.Since(start) < window {
+			if kb := vmRSSKB(cmd.Process.Pid); kb > windowRSS.Load() {
+				windowRSS.Store(kb)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	err := cmd.Wait()
+	<-sampled
+	if err != nil {
+		return nil, fmt.Errorf("tollgate %s: %w", strings.Join(args, " "), err)
+	}
+	r := &runResult{wall: time.Since(start), samples: samples, windowRSSKB: windowRSS.Load()}
 	r.cpuS = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.maxRSSKB = ru.Maxrss
@@ -143,6 +177,21 @@ func (e *env) run(name, scenario string, extra ...string) (*runResult, error) {
 		return nil, err
 	}
 	return r, json.Unmarshal(b, &r.report)
+}
+
+// vmRSSKB is a process's resident set now (VmRSS, KiB); 0 once it is gone.
+func vmRSSKB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
 }
 
 func dig(v any, path ...string) any {
@@ -192,7 +241,11 @@ var streamCount = 2000
 // the ramp), and reports the client's resident memory per open stream: the
 // peak RSS of that run less that of a run of base streams, over the
 // difference in streams, so start-up, the binary and the report are not
-// counted.
+// counted. The peak is of the whole run, the end included, where finished
+// streams' results are folded into the phase's histograms while the
+// memory the streams held is not yet collected; the same difference of
+// the most RSS while every stream is still open (before the first can
+// end) is printed beside it.
 func streams(e *env) error {
 	const base, tokens = 100, 100
 	c := streamCount
@@ -206,23 +259,29 @@ func streams(e *env) error {
 		return err
 	}
 	defer srv.Stop()
-	var baseRSS int64
+	// No stream ends before tokens steps of 200 ms from its own send:
+	// until then every stream the run has started is still open.
+	const open = tokens * 200 * time.Millisecond * 9 / 10
+	var baseRSS, baseOpenRSS int64
 	for _, n := range []int{base, c} {
-		r, err := e.tollgate(fmt.Sprintf("streams-%d", n), fmt.Sprintf(loadScenario, srv.URL, fmt.Sprintf("concurrency: %d\n    requests: %d", n, n), 64, tokens))
+		r, err := e.tollgateWindow(fmt.Sprintf("streams-%d", n), fmt.Sprintf(loadScenario, srv.URL, fmt.Sprintf("concurrency: %d\n    requests: %d", n, n), 64, tokens), open)
 		if err != nil {
 			return err
 		}
 		p := point(r)
 		if n == base {
-			baseRSS = r.maxRSSKB
+			baseRSS, baseOpenRSS = r.maxRSSKB, r.windowRSSKB
 			continue
 		}
 		perStream := float64(r.maxRSSKB-baseRSS) * 1024 / float64(c-base)
+		perOpen := float64(r.windowRSSKB-baseOpenRSS) * 1024 / float64(c-base)
 		fmt.Printf("== %d concurrent streams (%d tokens each, 200 ms steps)\n", c, tokens)
 		fmt.Printf("   requests %v ok %v errors %v, peak in flight %v, ttft p99 %.1f ms, wall %.1fs\n",
 			p["requests"], p["succeeded"], dig(p, "errors", "count"), p["peak_in_flight"], num(dig(p, "ttft_ms", "p99")), r.wall.Seconds())
 		fmt.Printf("   client peak RSS %.1f MiB at %d streams, %.1f MiB at %d: %.1f KB per open stream\n",
 			float64(r.maxRSSKB)/1024, c, float64(baseRSS)/1024, base, perStream/1000)
+		fmt.Printf("   while all are open (first %v): %.1f MiB at %d, %.1f MiB at %d: %.1f KB per open stream\n",
+			open, float64(r.windowRSSKB)/1024, c, float64(baseOpenRSS)/1024, base, perOpen/1000)
 		fmt.Printf("   reproduce: go run ./bench/client -only streams -streams %d\n", c)
 		if num(dig(p, "errors", "count")) != 0 || num(p["peak_in_flight"]) < float64(c) {
 			return errors.New("did not hold every stream without errors")
