@@ -105,8 +105,8 @@ type runResult struct {
 	// windowRSSKB is the most VmRSS the child had within the window asked
 	// of runWindow (sampled every 20 ms from /proc); 0 without one.
 	windowRSSKB int64
-	wall     time.Duration
-	samples  string
+	wall        time.Duration
+	samples     string
 }
 
 // tollgate runs a scenario in a child process and returns its report and CPU time.
