@@ -266,8 +266,16 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
 		err = http.ErrSchemeMismatch
 	}
-	op := req.Method[:1] + strings.ToLower(req.Method[1:])
-	return nil, &url.Error{Op: op, URL: urlWithoutPassword(req.URL), Err: err}
+	return nil, &url.Error{Op: urlErrorOp(req.Method), URL: urlWithoutPassword(req.URL), Err: err}
+}
+
+// urlErrorOp is a method as http.Client's errors name it ("Post"; an
+// empty method is a GET).
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
 }
 
 // urlWithoutPassword is u as http.Client's errors quote it: a password
