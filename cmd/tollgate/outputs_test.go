@@ -198,10 +198,18 @@ func TestSamplesOutStreams(t *testing.T) {
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "GITHUB_STEP_SUMMARY="+fifo)
 	r := startLive(t, cmd)
-	time.Sleep(3 * time.Second)
-	st, err := os.Stat(out)
+	// The run lasts 60 s and is interrupted only below: samples in the
+	// file before then were written as the run went. Polled, not read at a
+	// fixed time, so a slow start (a loaded machine, -race) is not a failure.
+	var st os.FileInfo
+	var err error
+	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if st, err = os.Stat(out); err == nil && st.Size() > 0 {
+			break
+		}
+	}
 	if err != nil || st.Size() == 0 {
-		t.Errorf("nothing written to --samples-out 3 s into the run (%v)", err)
+		t.Fatalf("nothing written to --samples-out 45 s into a 60 s run (%v)", err)
 	}
 	interruptTwice(t, r)
 	if code := r.exitCode(t); code != ExitInterrupted {
